@@ -1,0 +1,168 @@
+"""All budget arithmetic of the central core: exact fixed-point units and the window ledger.
+
+Budgets are never added or compared as floats. Each requirement group ``(w, eps)`` counts its
+budget in integer *units*: ``eps`` is ``2 * w * 2**SHARE_BITS`` units, so one PBA/BA share
+``eps / (2w)`` is exactly ``2**SHARE_BITS`` units and the halvings of PBD/BD are exact for the
+first ``SHARE_BITS`` steps, after which they round down (spending less than offered, never
+more). Window sums are exact integer sums, so ``spent <= eps`` is an integer comparison with no
+tolerance. Python integers are unbounded, and every unit count stays below ``2**63`` for
+``w <= 2**20``, so states serialize to msgpack as plain ints.
+
+Floats appear only at the edges: :meth:`GroupBudget.to_eps` converts units to the noise scale,
+and :data:`REPORT_TOLERANCE` is the one tolerance for checking float budgets reported in
+releases (``Release.spent``) against ``eps``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from app.dp.errors import InsufficientBudgetError, StateMismatchError
+from app.dp.types import Group
+
+SHARE_BITS = 40
+"""One share ``eps / (2w)`` is ``2**SHARE_BITS`` units."""
+
+REPORT_TOLERANCE = 1e-9
+"""Relative tolerance for float budgets reported outside the core (releases, audit, metrics)."""
+
+
+def exact(eps: float) -> Fraction:
+    """The decimal an operator meant by a float budget: ``exact(0.6) == Fraction(3, 5)``.
+
+    >>> exact(0.6)
+    Fraction(3, 5)
+    """
+    return Fraction(repr(float(eps)))
+
+
+def within(spent: float, limit: float) -> bool:
+    """Whether a float budget reported outside the core respects ``limit``.
+
+    >>> within(0.6000000000001, 0.6), within(0.61, 0.6)
+    (True, False)
+    """
+    return spent <= limit * (1.0 + REPORT_TOLERANCE)
+
+
+@dataclass(frozen=True)
+class GroupBudget:
+    """The unit system of one requirement group."""
+
+    group: Group
+
+    @property
+    def total(self) -> int:
+        """``eps`` in units."""
+        return 2 * self.group.w << SHARE_BITS
+
+    @property
+    def half(self) -> int:
+        """``eps / 2`` in units: the dissimilarity half, and the publication half."""
+        return self.group.w << SHARE_BITS
+
+    @property
+    def share(self) -> int:
+        """One share ``eps / (2w)`` in units."""
+        return 1 << SHARE_BITS
+
+    def to_eps(self, units: int) -> float:
+        """Units as a float budget, for noise scales and reports."""
+        return float(Fraction(units, self.total) * exact(self.group.eps))
+
+    def to_fraction(self, units: int) -> Fraction:
+        """Units as an exact rational budget, for grouping equal budgets across groups."""
+        return Fraction(units, self.total) * exact(self.group.eps)
+
+
+class WindowLedger:
+    """Budget spent per requirement group in its last ``w - 1`` slots, in exact units.
+
+    Per slot, a mechanism first :meth:`ensure` s that what it may spend (the dissimilarity budget
+    plus the publication budget it offers) fits every group's window, then draws noise, then
+    :meth:`record` s what it actually spent. The ledger refuses (``InsufficientBudgetError``)
+    any slot that would take a window of ``w_g`` slots above ``eps_g`` in total, or above
+    ``publication_share * eps_g`` on publication (one half for the mechanisms that split the
+    budget between dissimilarity and publication, all of it for Uniform and Sample).
+
+    >>> ledger = WindowLedger([Group(2, 1.0)])
+    >>> b = ledger.budgets[0]
+    >>> ledger.record([b.share], [b.half // 2])
+    >>> ledger.pub_window(0) == b.half // 2
+    True
+    >>> ledger.ensure([b.share], [b.half])
+    Traceback (most recent call last):
+    ...
+    app.dp.errors.InsufficientBudgetError: group 0: publication window already spent 0.25, requested 0.5, limit 0.5
+    """
+
+    def __init__(self, groups: Sequence[Group], publication_share: Fraction = Fraction(1, 2)) -> None:
+        self.budgets = tuple(GroupBudget(g) for g in groups)
+        self.publication_share = publication_share
+        self._total: list[deque[int]] = [deque(maxlen=g.w - 1) for g in groups]
+        self._pub: list[deque[int]] = [deque(maxlen=g.w - 1) for g in groups]
+        self._total_sum = [0] * len(groups)
+        self._pub_sum = [0] * len(groups)
+
+    def window(self, g: int) -> int:
+        """Total units group ``g`` spent in its previous ``w_g - 1`` slots."""
+        return self._total_sum[g]
+
+    def pub_window(self, g: int) -> int:
+        """Publication units group ``g`` spent in its previous ``w_g - 1`` slots."""
+        return self._pub_sum[g]
+
+    def pub_limit(self, g: int) -> int:
+        """Units group ``g`` may spend on publication per window (``eps/2`` for PWSM mechanisms)."""
+        return int(self.budgets[g].total * self.publication_share)
+
+    def ensure(self, dc: Sequence[int], pub: Sequence[int]) -> None:
+        """Raise unless spending ``dc[g] + pub[g]`` this slot keeps every window within limits."""
+        for g, b in enumerate(self.budgets):
+            if dc[g] < 0 or pub[g] < 0:
+                raise InsufficientBudgetError(g, 0.0, b.to_eps(min(dc[g], pub[g])), 0.0, "negative")
+            spent_pub, pub_limit = self.pub_window(g), self.pub_limit(g)
+            if spent_pub + pub[g] > pub_limit:
+                raise InsufficientBudgetError(
+                    g, b.to_eps(spent_pub), b.to_eps(pub[g]), b.to_eps(pub_limit), "publication"
+                )
+            spent = self.window(g)
+            if spent + dc[g] + pub[g] > b.total:
+                raise InsufficientBudgetError(
+                    g, b.to_eps(spent), b.to_eps(dc[g] + pub[g]), b.to_eps(b.total), "total"
+                )
+
+    def record(self, dc: Sequence[int], pub: Sequence[int]) -> None:
+        """Append this slot's spending (after :meth:`ensure` let it through)."""
+        self.ensure(dc, pub)
+        for g in range(len(self.budgets)):
+            self._total_sum[g] += _push(self._total[g], dc[g] + pub[g])
+            self._pub_sum[g] += _push(self._pub[g], pub[g])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"total": [list(q) for q in self._total], "pub": [list(q) for q in self._pub]}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        total, pub = state["total"], state["pub"]
+        if len(total) != len(self.budgets) or len(pub) != len(self.budgets):
+            raise StateMismatchError("ledger state has a different number of groups")
+        for g in range(len(self.budgets)):
+            self._total[g].clear()
+            self._total[g].extend(int(x) for x in total[g])
+            self._pub[g].clear()
+            self._pub[g].extend(int(x) for x in pub[g])
+            self._total_sum[g] = sum(self._total[g])
+            self._pub_sum[g] = sum(self._pub[g])
+
+
+def _push(ring: deque[int], units: int) -> int:
+    """Append to a bounded ring; return the change of its sum."""
+    if ring.maxlen == 0:
+        return 0
+    dropped = ring[0] if len(ring) == ring.maxlen else 0
+    ring.append(units)
+    return units - dropped

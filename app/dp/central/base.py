@@ -1,0 +1,159 @@
+"""What every central w-event mechanism shares: validation, the window ledger, ``step``.
+
+A central mechanism sees, per slot, the true counts per requirement group: an ``(m, d)`` integer
+matrix whose row ``g`` counts the users of group ``g`` holding each value. A subclass implements
+:meth:`CentralMechanism._slot`, which must (1) compute what it may spend, (2) ``ensure`` it on
+the ledger, and only then (3) draw noise. The base records the spending, keeps the last release
+and builds the :class:`~app.dp.types.Release`; state only changes after a slot succeeded.
+
+Personalized mechanisms (PBD, PBA) keep one ledger row per declared group. Static mechanisms
+(Uniform, Sample, BD, BA) run at the conservative single requirement ``(max_g w_g, min_g
+eps_g)``, which satisfies every group (PWSM paper §5.2), on the column sums of the counts; their
+spending is reported for every declared group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from app.dp.budget import WindowLedger
+from app.dp.errors import ParameterError
+from app.dp.mechanism import Mechanism
+from app.dp.noise import check_kind
+from app.dp.types import FloatArray, Group, IntArray, Release, Status
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one slot of a mechanism decided, in ledger units per budget group."""
+
+    histogram: FloatArray | None  # None: repeat the last release
+    status: Status
+    dc: list[int]
+    pub: list[int]
+
+
+class CentralMechanism(Mechanism):
+    """Base of the central mechanisms; see the module docstring."""
+
+    kind = "central"
+    personalized: ClassVar[bool] = True
+    publication_share: ClassVar[Fraction] = Fraction(1, 2)
+
+    def __init__(self, d: int, groups: Sequence[Group], noise: str = "laplace") -> None:
+        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+            raise ParameterError(f"d must be an integer >= 1, got {d!r}")
+        groups = tuple(groups)
+        if not groups or not all(isinstance(g, Group) for g in groups):
+            raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
+        self.d = int(d)
+        self.groups = groups
+        self.noise = check_kind(noise)
+        if self.personalized:
+            self.budget_groups = groups
+        else:
+            strictest = Group(max(g.w for g in groups), min(g.eps for g in groups))
+            self.budget_groups = (strictest,)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.t = 0
+        self.last_release: FloatArray = np.zeros(self.d)
+        self.ledger = WindowLedger(self.budget_groups, self.publication_share)
+
+    def params(self) -> dict[str, Any]:
+        return {"d": self.d, "groups": [[g.w, g.eps] for g in self.groups], "noise": self.noise}
+
+    @classmethod
+    def test_params(cls) -> dict[str, Any]:
+        return {"d": 4, "groups": [Group(5, 1.0), Group(3, 0.5), Group(8, 2.0)]}
+
+    def step(
+        self,
+        counts: npt.ArrayLike,
+        rng: np.random.Generator,
+        population: Sequence[int] | None = None,
+    ) -> Release:
+        """Release one slot.
+
+        Parameters
+        ----------
+        counts
+            ``(m, d)`` non-negative integers: users of group ``g`` holding value ``j`` this slot.
+            Not modified.
+        rng
+            The only source of randomness.
+        population
+            Public number of users per group, used by OBS to choose sampling thresholds. It
+            defaults to the row sums of ``counts``, which is the public population when every
+            user holds a value in every slot, as in all the paper's datasets; a service where
+            users may be silent passes a public figure (spec §1.2, §2.12). Any value keeps the
+            privacy guarantee: it only steers the threshold choice.
+        """
+        c = self._check_counts(counts)
+        pop = c.sum(axis=1) if population is None else np.asarray(population, dtype=np.int64)
+        if pop.shape != (len(self.groups),) or (pop < 0).any():
+            raise ParameterError(
+                f"population must be {len(self.groups)} non-negative ints, got {population!r}"
+            )
+        if not self.personalized:
+            c, pop = c.sum(axis=0, keepdims=True), pop.sum(keepdims=True)
+        out = self._slot(self.t + 1, c, [int(n) for n in pop], rng)
+        self.ledger.record(out.dc, out.pub)
+        self.t += 1
+        fresh = out.histogram is not None
+        if out.histogram is not None:
+            self.last_release = np.asarray(out.histogram, dtype=np.float64)
+        return Release(
+            slot=self.t,
+            histogram=self.last_release,
+            fresh=fresh,
+            status=out.status,
+            spent_dc=self._per_group(out.dc),
+            spent_pub=self._per_group(out.pub),
+            mechanism=self.name,
+            version=self.version,
+        )
+
+    def _slot(
+        self, t: int, counts: IntArray, population: list[int], rng: np.random.Generator
+    ) -> Outcome:
+        """Decide slot ``t``: ensure the budget on ``self.ledger``, then draw; never mutate."""
+        raise NotImplementedError
+
+    def _check_counts(self, counts: npt.ArrayLike) -> IntArray:
+        c = np.array(counts, copy=True)
+        if c.shape != (len(self.groups), self.d):
+            raise ParameterError(
+                f"counts must have shape (groups={len(self.groups)}, d={self.d}), got {c.shape}"
+            )
+        if c.size and (not np.issubdtype(c.dtype, np.integer) or (c < 0).any()):
+            raise ParameterError("counts must be non-negative integers")
+        return c.astype(np.int64)
+
+    def _per_group(self, units: list[int]) -> FloatArray:
+        spent = [b.to_eps(u) for b, u in zip(self.ledger.budgets, units, strict=True)]
+        if not self.personalized:
+            spent = spent * len(self.groups)
+        return np.array(spent, dtype=np.float64)
+
+    def _fractions(self, units: list[int]) -> list[Fraction]:
+        return [b.to_fraction(u) for b, u in zip(self.ledger.budgets, units, strict=True)]
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "t": self.t,
+            "last_release": [float(x) for x in self.last_release],
+            "ledger": self.ledger.state_dict(),
+        }
+
+    def _load(self, state: dict[str, Any]) -> None:
+        self.t = int(state["t"])
+        self.last_release = np.array(state["last_release"], dtype=np.float64)
+        self.ledger.load_state(state["ledger"])

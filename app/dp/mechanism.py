@@ -1,0 +1,79 @@
+"""The base of every mechanism: parameters, the state envelope, and the parameter fingerprint.
+
+A mechanism keeps its constructor parameters verbatim and its evolving state apart.
+``state_dict()`` wraps the state in an envelope carrying the mechanism's name, its state
+version and a fingerprint of its parameters; ``load_state`` refuses a blob whose envelope does
+not match, so a ledger can never be continued by a differently configured mechanism.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal
+
+from app.dp.errors import StateMismatchError
+
+Kind = Literal["central", "local"]
+
+
+class Mechanism(ABC):
+    """A w-event DP mechanism with explicit, msgpack-serializable state."""
+
+    name: ClassVar[str]
+    """Registry key (lowercase paper acronym)."""
+    version: ClassVar[int]
+    """Implementation and state version; bump it when outputs or state layout change."""
+    kind: ClassVar[Kind]
+
+    @abstractmethod
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters as plain values (what ``create`` was called with)."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """One line: how the mechanism splits and spends budget."""
+
+    @abstractmethod
+    def _state(self) -> dict[str, Any]:
+        """The evolving state as plain values."""
+
+    @abstractmethod
+    def _load(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`_state` output onto a freshly built instance."""
+
+    @classmethod
+    @abstractmethod
+    def test_params(cls) -> dict[str, Any]:
+        """Small parameters for the conformance suite (``app.dp.checks``)."""
+
+    def fingerprint(self) -> str:
+        """A short hash of the parameters; equal parameters give equal fingerprints."""
+        text = json.dumps(self.params(), sort_keys=True, default=repr)
+        return hashlib.sha256(f"{self.name}:{text}".encode()).hexdigest()[:16]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state in an envelope of plain values, ready for msgpack."""
+        return {
+            "mechanism": self.name,
+            "version": self.version,
+            "fingerprint": self.fingerprint(),
+            "state": self._state(),
+        }
+
+    def load_state(self, blob: dict[str, Any]) -> None:
+        """Continue from ``blob``; refuse one written by another mechanism or parameters."""
+        for key, mine in (
+            ("mechanism", self.name),
+            ("version", self.version),
+            ("fingerprint", self.fingerprint()),
+        ):
+            theirs = blob.get(key)
+            if theirs != mine:
+                raise StateMismatchError(f"state {key} is {theirs!r}, this mechanism has {mine!r}")
+        self._load(blob["state"])
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({args})"

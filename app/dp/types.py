@@ -1,0 +1,86 @@
+"""Value types shared by every mechanism: requirement groups and releases."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from app.dp.errors import ParameterError
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+Status = Literal["publish", "skip", "nullified"]
+
+
+@dataclass(frozen=True)
+class Group:
+    """A privacy requirement level: ``eps``-DP for any ``w`` consecutive slots.
+
+    All users sharing one ``(w, eps)`` pair form a requirement group; central ledgers are kept per
+    group (PWSM paper §4.3, spec seed-000 §2.12).
+
+    >>> Group(120, 0.6)
+    Group(w=120, eps=0.6)
+    >>> Group(0, 0.6)
+    Traceback (most recent call last):
+    ...
+    app.dp.errors.ParameterError: Group.w must be an integer >= 1, got 0
+    """
+
+    w: int
+    eps: float
+
+    def __post_init__(self) -> None:
+        if isinstance(self.w, bool) or not isinstance(self.w, int | np.integer) or self.w < 1:
+            raise ParameterError(f"Group.w must be an integer >= 1, got {self.w!r}")
+        if not isinstance(self.eps, int | float) or not math.isfinite(self.eps) or self.eps <= 0:
+            raise ParameterError(f"Group.eps must be a finite number > 0, got {self.eps!r}")
+        object.__setattr__(self, "w", int(self.w))
+        object.__setattr__(self, "eps", float(self.eps))
+
+
+def _frozen(a: npt.ArrayLike, dtype: type) -> npt.NDArray[np.generic]:
+    out = np.array(a, dtype=dtype)
+    out.flags.writeable = False
+    return out
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a mechanism publishes for one slot, with the budget it cost.
+
+    Attributes
+    ----------
+    slot
+        The mechanism's slot counter, 1-based.
+    histogram
+        The released histogram, length ``d`` (read-only).
+    fresh
+        True if newly noised; False if the last release was repeated (skip or nullified).
+    status
+        ``"publish"``, ``"skip"`` or ``"nullified"`` (PBA/BA only).
+    spent_dc, spent_pub
+        Budget each requirement group spent on the dissimilarity and on the publication.
+    mechanism, version
+        Registry name and implementation version of the mechanism that produced it.
+    """
+
+    slot: int
+    histogram: FloatArray
+    fresh: bool
+    status: Status
+    spent_dc: FloatArray
+    spent_pub: FloatArray
+    mechanism: str
+    version: int
+    spent: FloatArray = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "histogram", _frozen(self.histogram, np.float64))
+        object.__setattr__(self, "spent_dc", _frozen(self.spent_dc, np.float64))
+        object.__setattr__(self, "spent_pub", _frozen(self.spent_pub, np.float64))
+        object.__setattr__(self, "spent", _frozen(self.spent_dc + self.spent_pub, np.float64))
