@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 from app.dp.errors import InsufficientBudgetError, StateMismatchError
@@ -55,7 +56,7 @@ class GroupBudget:
 
     group: Group
 
-    @property
+    @cached_property
     def total(self) -> int:
         """``eps`` in units."""
         return 2 * self.group.w << SHARE_BITS
@@ -70,13 +71,17 @@ class GroupBudget:
         """One share ``eps / (2w)`` in units."""
         return 1 << SHARE_BITS
 
+    @cached_property
+    def _eps_per_unit(self) -> Fraction:
+        return exact(self.group.eps) / self.total
+
     def to_eps(self, units: int) -> float:
         """Units as a float budget, for noise scales and reports."""
-        return float(Fraction(units, self.total) * exact(self.group.eps))
+        return float(units * self._eps_per_unit)
 
     def to_fraction(self, units: int) -> Fraction:
         """Units as an exact rational budget, for grouping equal budgets across groups."""
-        return Fraction(units, self.total) * exact(self.group.eps)
+        return units * self._eps_per_unit
 
 
 class WindowLedger:
@@ -166,3 +171,69 @@ def _push(ring: deque[int], units: int) -> int:
     dropped = ring[0] if len(ring) == ring.maxlen else 0
     ring.append(units)
     return units - dropped
+
+
+class SlotLedger:
+    """One user's own budget ledger in exact units: what it spent at each recent slot.
+
+    A device (local DP) keeps this ledger and refuses a collection request that would take any
+    window of ``w`` slots above its ``eps``, whatever the service asks (spec ``seed-004`` §1.5).
+    Units are those of :class:`GroupBudget` (``eps`` is ``2 * w * 2**SHARE_BITS`` units), so a
+    population-division report, which spends the whole ``eps``, fits at most once per window,
+    and the budget-division shares ``eps/w`` and ``eps/(2w)`` are exact. Requests must come in
+    non-decreasing slot order; several reports in one slot add up.
+
+    >>> ledger = SlotLedger(Group(3, 1.0))
+    >>> full = ledger.budget.total
+    >>> ledger.record(5, full)
+    >>> ledger.fits(7, 1), ledger.fits(8, full)
+    (False, True)
+    >>> ledger.record(7, ledger.budget.share)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    app.dp.errors.InsufficientBudgetError: group 0: slot 7 window already spent 1, requested 0.16...
+    """
+
+    def __init__(self, group: Group) -> None:
+        self.budget = GroupBudget(group)
+        self._spent: dict[int, int] = {}
+
+    @property
+    def last_slot(self) -> int | None:
+        """The latest slot with a recorded report, or None."""
+        return max(self._spent) if self._spent else None
+
+    def window(self, slot: int) -> int:
+        """Units spent in the ``w`` slots ending at ``slot``."""
+        first = slot - self.budget.group.w + 1
+        return sum(u for s, u in self._spent.items() if first <= s <= slot)
+
+    def fits(self, slot: int, units: int) -> bool:
+        """Whether spending ``units`` at ``slot`` keeps the window ending there within ``eps``."""
+        last = self.last_slot
+        if units < 0 or (last is not None and slot < last):
+            return False
+        return self.window(slot) + units <= self.budget.total
+
+    def record(self, slot: int, units: int) -> None:
+        """Spend ``units`` at ``slot``; raise :class:`InsufficientBudgetError` if it won't fit."""
+        if not self.fits(slot, units):
+            last = self.last_slot
+            what = f"slot {slot}" if last is None or slot >= last else f"slot {slot} < {last} "
+            raise InsufficientBudgetError(
+                0,
+                self.budget.to_eps(self.window(slot)),
+                self.budget.to_eps(units),
+                self.budget.group.eps,
+                what,
+            )
+        self._spent[slot] = self._spent.get(slot, 0) + units
+        first = slot - self.budget.group.w + 1
+        for s in [s for s in self._spent if s < first]:  # at most w entries stay
+            del self._spent[s]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"spent": [[s, u] for s, u in sorted(self._spent.items())]}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self._spent = {int(s): int(u) for s, u in state["spent"]}

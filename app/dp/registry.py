@@ -13,10 +13,11 @@ from typing import Any
 
 from app.dp.central import BA, BD, PBA, PBD, Sample, Uniform
 from app.dp.errors import ParameterError
+from app.dp.local import LBU, LPU, LSP
 from app.dp.mechanism import Mechanism
 
 _REGISTRY: dict[str, type[Mechanism]] = {
-    cls.name: cls for cls in (Uniform, Sample, BD, BA, PBD, PBA)
+    cls.name: cls for cls in (Uniform, Sample, BD, BA, PBD, PBA, LBU, LSP, LPU)
 }
 
 

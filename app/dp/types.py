@@ -64,9 +64,13 @@ class Release:
     status
         ``"publish"``, ``"skip"`` or ``"nullified"`` (PBA/BA only).
     spent_dc, spent_pub
-        Budget each requirement group spent on the dissimilarity and on the publication.
+        Budget each requirement group spent on the dissimilarity and on the publication. For a
+        local mechanism: the budget each user asked in that round spent on its report.
     mechanism, version
         Registry name and implementation version of the mechanism that produced it.
+    users_dc, users_pub
+        Local mechanisms only (None otherwise): how many users were asked to report in the
+        dissimilarity and in the publication round of this slot (0 when the round did not run).
     """
 
     slot: int
@@ -78,6 +82,8 @@ class Release:
     mechanism: str
     version: int
     spent: FloatArray = field(init=False)
+    users_dc: int | None = None
+    users_pub: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "histogram", _frozen(self.histogram, np.float64))
