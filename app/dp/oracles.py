@@ -160,7 +160,7 @@ class GRR(FrequencyOracle):
     def perturb(self, values: npt.ArrayLike, rng: np.random.Generator) -> Reports:
         v = self._values(values)
         keep = rng.random(v.shape[0]) < self.p
-        other: IntArray = rng.integers(0, self.d - 1, v.shape[0])
+        other = np.asarray(rng.integers(0, self.d - 1, v.shape[0]), dtype=np.int64)
         other += other >= v  # uniform over the d - 1 values other than v
         return np.where(keep, v, other).astype(np.int64)
 
@@ -235,7 +235,7 @@ class OLH(FrequencyOracle):
         b = rng.integers(0, PRIME, n)
         h = (a * v + b) % PRIME % g
         keep = rng.random(n) < self.p
-        other: IntArray = rng.integers(0, g - 1, n)
+        other = np.asarray(rng.integers(0, g - 1, n), dtype=np.int64)
         other += other >= h
         return np.stack([a, b, np.where(keep, h, other)], axis=1).astype(np.int64)
 

@@ -13,11 +13,12 @@ from typing import Any
 
 from app.dp.central import BA, BD, PBA, PBD, Sample, Uniform
 from app.dp.errors import ParameterError
-from app.dp.local import LBU, LPU, LSP
+from app.dp.local import LBA, LBD, LBU, LPA, LPD, LPU, LSP, PLBU
 from app.dp.mechanism import Mechanism
 
 _REGISTRY: dict[str, type[Mechanism]] = {
-    cls.name: cls for cls in (Uniform, Sample, BD, BA, PBD, PBA, LBU, LSP, LPU)
+    cls.name: cls
+    for cls in (Uniform, Sample, BD, BA, PBD, PBA, LBU, LSP, LPU, LBD, LBA, LPD, LPA, PLBU)
 }
 
 

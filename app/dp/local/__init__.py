@@ -11,8 +11,25 @@ LPD, LPA) asks a cohort of users, each with the whole ``eps``, and never the sam
 from __future__ import annotations
 
 from app.dp.local.base import CollectionRequest, LocalMechanism, Tally
+from app.dp.local.lba import LBA
+from app.dp.local.lbd import LBD
 from app.dp.local.lbu import LBU
+from app.dp.local.lpa import LPA
+from app.dp.local.lpd import LPD
 from app.dp.local.lpu import LPU
 from app.dp.local.lsp import LSP
+from app.dp.local.plbu import PLBU
 
-__all__ = ["LBU", "LPU", "LSP", "CollectionRequest", "LocalMechanism", "Tally"]
+__all__ = [
+    "LBA",
+    "LBD",
+    "LBU",
+    "LPA",
+    "LPD",
+    "LPU",
+    "LSP",
+    "PLBU",
+    "CollectionRequest",
+    "LocalMechanism",
+    "Tally",
+]

@@ -483,9 +483,13 @@ def expected_tally(request: CollectionRequest, reports: int, f: npt.ArrayLike) -
 
 
 def run_expected(
-    mechanism: LocalMechanism, freqs: npt.ArrayLike, rng: np.random.Generator
+    mechanism: LocalMechanism, freqs: npt.ArrayLike, rng: np.random.Generator | None
 ) -> list[Release]:
-    """Run ``mechanism`` over frequencies ``(T, d)``, answering with :func:`expected_tally`."""
+    """Run ``mechanism`` over frequencies ``(T, d)``, answering with :func:`expected_tally`.
+
+    ``rng`` draws the cohorts (population division); None means a generator seeded with 0.
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
     out = []
     for f in np.asarray(freqs, dtype=np.float64):
         request = mechanism.open_slot(rng)
