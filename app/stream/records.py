@@ -1,0 +1,162 @@
+"""Wire formats: decode and validate events, encode partials, releases, audit and dead letters.
+
+Every value is a msgpack map whose fields ``topics/*.yaml`` documents. Decoding an event is on
+the hot path, so :func:`decode_event` is a plain function doing the minimum, and raises
+:class:`~app.stream.errors.BadEvent` with a short reason for anything unusable.
+
+>>> from app.stream.config import load_streams, DEFAULT_STREAMS
+>>> domains = {s.id: Domain.of(s) for s in load_streams(DEFAULT_STREAMS)}
+>>> raw = msgpack.packb({"stream": "clicks", "user": "u1", "ts": 10.5, "value": "news"})
+>>> decode_event(raw, domains)
+('clicks', 'u1', 10.5, 1)
+>>> decode_event(msgpack.packb({"stream": "clicks", "user": 1, "ts": 1, "value": 10}), domains)
+Traceback (most recent call last):
+...
+app.stream.errors.BadEvent: out_of_domain: index not in [0, 10)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from app.stream.config import StreamConfig
+from app.stream.errors import BadEvent
+
+REASONS = (
+    "undecodable",
+    "not_a_map",
+    "missing_field",
+    "wrong_type",
+    "unknown_stream",
+    "out_of_domain",
+    "bad_time",
+)
+"""Every dead-letter reason; the ``reason`` label of ``dpstream_dead_letters``."""
+
+
+@dataclass(frozen=True)
+class Domain:
+    """What the hot path needs to validate a stream's values."""
+
+    d: int
+    index: dict[str, int]
+
+    @classmethod
+    def of(cls, stream: StreamConfig) -> Domain:
+        return cls(stream.d, {label: i for i, label in enumerate(stream.labels)})
+
+
+def decode_event(raw: bytes | None, domains: dict[str, Domain]) -> tuple[str, str, float, int]:
+    """``(stream, user, ts, value index)`` of one ``events`` value, or :class:`BadEvent`."""
+    if raw is None:
+        raise BadEvent("undecodable", "null value")
+    try:
+        ev = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
+        raise BadEvent("undecodable", type(exc).__name__) from None
+    if type(ev) is not dict:
+        raise BadEvent("not_a_map", type(ev).__name__)
+    try:
+        stream, user, ts, value = ev["stream"], ev["user"], ev["ts"], ev["value"]
+    except KeyError as exc:
+        raise BadEvent("missing_field", str(exc.args[0])) from None
+    if type(stream) is not str:
+        raise BadEvent("wrong_type", "stream must be a string")
+    domain = domains.get(stream)
+    if domain is None:
+        raise BadEvent("unknown_stream", stream[:64])
+    tu = type(user)
+    if tu is int:
+        user = str(user)
+    elif tu is not str or not user:
+        raise BadEvent("wrong_type", "user must be a non-empty string or an int")
+    tt = type(ts)
+    if tt is int:
+        ts = float(ts)
+    elif tt is not float:
+        raise BadEvent("wrong_type", "ts must be a number")
+    if not (0.0 <= ts < 1e11) or math.isnan(ts):
+        raise BadEvent("bad_time", f"ts {ts!r} is not a plausible Unix time")
+    tv = type(value)
+    if tv is int:
+        if not 0 <= value < domain.d:
+            raise BadEvent("out_of_domain", f"index not in [0, {domain.d})")
+        return stream, user, ts, value
+    if tv is str:
+        idx = domain.index.get(value)
+        if idx is None:
+            raise BadEvent("out_of_domain", "label not in the stream's labels")
+        return stream, user, ts, idx
+    raise BadEvent("wrong_type", "value must be an int or a label")
+
+
+def decode_preference(raw: bytes | None) -> tuple[str, float] | None:
+    """``(level name, ts)`` of a ``preferences`` value; ``None`` for a tombstone or bad value."""
+    if raw is None:
+        return None
+    try:
+        pref = msgpack.unpackb(raw, raw=False)
+        level, ts = pref["level"], float(pref["ts"])
+    except Exception:  # noqa: BLE001 - a bad preference is ignored, the default level applies
+        return None
+    return (level, ts) if isinstance(level, str) and math.isfinite(ts) else None
+
+
+def encode_partial(
+    stream: str, slot: int, partition: int, partitions: int, counts: list[int], now: float
+) -> bytes:
+    """A collect-stage partial: one events partition's counts for one closed slot."""
+    return msgpack.packb(
+        {
+            "kind": "partial",
+            "stream": stream,
+            "slot": slot,
+            "partition": partition,
+            "partitions": partitions,
+            "counts": counts,
+            "now": now,
+        }
+    )
+
+
+def encode_tick(stream: str, now: float) -> bytes:
+    """A clock tick: lets the release agent close slots when no event came."""
+    return msgpack.packb({"kind": "tick", "stream": stream, "now": now})
+
+
+def decode_internal(raw: bytes) -> dict[str, Any]:
+    """A ``partials`` value (written by dpstream itself)."""
+    out: dict[str, Any] = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    return out
+
+
+def encode_dead_letter(
+    reason: str, detail: str, topic: str, partition: int, offset: int, value: bytes | None
+) -> bytes:
+    """A ``dead-letter`` value: why, where from, and the rejected bytes unchanged."""
+    return msgpack.packb(
+        {
+            "reason": reason,
+            "detail": detail,
+            "topic": topic,
+            "partition": partition,
+            "offset": offset,
+            "value": value,
+        }
+    )
+
+
+def pack(obj: dict[Any, Any]) -> bytes:
+    """Encode a release, audit or ledger map (msgpack, floats as float64)."""
+    out: bytes = msgpack.packb(obj, use_single_float=False)
+    return out
+
+
+def unpack(raw: bytes) -> dict[str, Any]:
+    """Decode what :func:`pack` wrote."""
+    out: dict[str, Any] = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    return out

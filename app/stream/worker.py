@@ -1,0 +1,150 @@
+"""The Faust worker: the app, its RocksDB tables, the ``release`` agent, and the services.
+
+One process runs three things on one event loop, stopped together on SIGTERM/SIGINT by
+:class:`faust.Worker`:
+
+- :class:`~app.stream.http.HttpService`: ``/metrics``, ``/healthz``, ``/readyz``;
+- :class:`~app.stream.ingest.IngestService`: the collect stage, batch-consuming ``events``
+  below Faust's per-event stream (the hot path) and sending per-slot partials;
+- the Faust app: the ``release`` agent consuming ``partials`` (keyed by stream, so one
+  partition serves a stream), with the tables ``ledger`` (stream -> mechanism state and the
+  last release) and ``slots`` (stream -> open slots' merged counts), both
+  ``store="rocksdb://"`` with changelog topics. The agent runs the slot release protocol of
+  :meth:`app.stream.release.Releaser.release_slot`.
+
+Faust settings forced by the brokers we test on (``ECOSYSTEM.md``): ``producer_max_batch_size=1``
+(Tansu's high watermark bug would otherwise break table recovery), short session and rebalance
+timeouts (``DPSTREAM_SESSION_TIMEOUT_S``), at-least-once processing (crash safety comes from
+the ledger protocol, not from transactions).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+from app.stream.config import Settings
+from app.stream.http import HttpService
+from app.stream.ingest import IngestService
+from app.stream.kafka import bootstrap, confluent_config, faust_credentials
+from app.stream.release import Releaser
+from app.stream.topics import Topics, create_topics, load_topics
+
+log = logging.getLogger(__name__)
+
+APP_ID = "dpstream"
+
+
+class BytesTable(MutableMapping[str, bytes]):
+    """A Faust table of ``str -> bytes`` stored as base64 text (Faust's JSON codec needs text)."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def __getitem__(self, key: str) -> bytes:
+        value = self.table[key]
+        if value is None:
+            raise KeyError(key)
+        return base64.b64decode(value)
+
+    def __setitem__(self, key: str, value: bytes) -> None:
+        self.table[key] = base64.b64encode(value).decode()
+
+    def __delitem__(self, key: str) -> None:
+        del self.table[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+
+def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[Any]]:
+    """The Faust app and the services to run with it (``faust.Worker(app, *services)``)."""
+    import faust
+
+    topics = topics or load_topics(settings.topic_prefix)
+    settings.require_noise_key()
+    app_id = settings.topic_prefix + APP_ID
+    partitions = topics.spec("partials").partitions
+    app = faust.App(
+        app_id,
+        broker=f"kafka://{bootstrap(settings)}",
+        broker_credentials=faust_credentials(settings),
+        store="rocksdb://",
+        datadir=str(settings.state_dir / "faust"),
+        topic_partitions=partitions,
+        topic_replication_factor=topics.spec("partials").replication_factor,
+        producer_max_batch_size=1,
+        broker_session_timeout=settings.session_timeout_s,
+        broker_rebalance_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=max(0.5, settings.session_timeout_s / 6),
+        processing_guarantee="at_least_once",
+        web_enabled=False,
+        autodiscover=False,
+    )
+    partials = app.topic(
+        topics.partials,
+        key_type=bytes,
+        value_type=bytes,
+        key_serializer="raw",
+        value_serializer="raw",
+        partitions=partitions,
+    )
+    tables = {
+        name: BytesTable(
+            app.Table(name, default=None, key_type=str, value_type=str, partitions=partitions)
+        )
+        for name in ("ledger", "slots")
+    }
+
+    async def produce(topic: str, key: bytes, value: bytes) -> None:
+        await app.producer.send_and_wait(topic, key, value, None, None, None)
+
+    async def persist() -> None:
+        await app.producer.flush()
+
+    releaser = Releaser(settings, topics, tables["ledger"], tables["slots"], produce, persist)
+    agent_running = {"yes": False}
+
+    @app.agent(partials, concurrency=1, name="release")
+    async def release(stream: Any) -> None:
+        agent_running["yes"] = True
+        async for event in stream.events():
+            await releaser.on_message(event.value)
+
+    ingest = IngestService(settings, topics, group_id=f"{app_id}-collect")
+
+    def ready() -> bool:
+        return ingest.consuming and agent_running["yes"] and not app.rebalancing
+
+    http = HttpService(settings.metrics_bind, settings.metrics_port, ready)
+    return app, [http, ingest]
+
+
+def ensure_topics(settings: Settings, topics: Topics) -> None:
+    """Create missing topics (idempotent) and log what was done."""
+    for name, what in create_topics(topics, confluent_config(settings)).items():
+        log.info("topic name=%s status=%s", name, what)
+
+
+def run(settings: Settings) -> int:
+    """Run the worker until SIGTERM/SIGINT; the exit code of :class:`faust.Worker`."""
+    import faust
+
+    topics = load_topics(settings.topic_prefix)
+    (settings.state_dir / "faust").mkdir(parents=True, exist_ok=True)
+    ensure_topics(settings, topics)
+    app, services = build(settings, topics)
+    worker = faust.Worker(
+        app,
+        *services,
+        loglevel=settings.log_level.lower(),
+        quiet=True,
+        redirect_stdouts=False,
+    )
+    worker.execute_from_commandline()
+    return 0
