@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from app.bench.replay import group_counts
+
 NO_RECORD = -1
 """The value of a user who holds nothing at a slot (never counted)."""
 
@@ -118,8 +120,6 @@ class Dataset:
 
     def histograms(self) -> npt.NDArray[np.int64]:
         """True per-slot counts ``(T, d)`` over all users (records only)."""
-        from app.bench.replay import group_counts
-
         return group_counts(self.values, np.zeros(self.N, dtype=np.int64), 1, self.d)[:, 0, :]
 
     def provenance(self) -> dict[str, Any]:
