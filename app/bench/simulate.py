@@ -76,8 +76,18 @@ def answer(
     keep: Keep = "users",
 ) -> tuple[Tally, Sent]:
     """The devices' answer to ``request`` given every user's value this slot."""
-    asked = np.flatnonzero(mask_users(request, values.shape[0]))
     m = len(request.oracle)
+    if keep == "counts" and m == 1:  # aggregate draw with the same law (GRR, OUE)
+        oracle = make(request.oracle[0], request.d, request.eps[0])
+        mine = values if request.cohort is None else values[mask_users(request, values.shape[0])]
+        counts = np.bincount(mine, minlength=request.d)[: request.d]
+        support = oracle.sample_support(counts, rng)
+        if support is not None:
+            size = int(mine.shape[0])
+            record = Sent(request.slot, request.round, request.oracle, request.eps,
+                          request.units, size, None, None)  # fmt: skip
+            return Tally(request.slot, request.round, support[None, :], np.array([size])), record
+    asked = np.flatnonzero(mask_users(request, values.shape[0]))
     support = np.zeros((m, request.d), dtype=np.int64)
     n = np.zeros(m, dtype=np.int64)
     reports = []
@@ -123,8 +133,11 @@ def run_local(
     rng
         Drives both the service (cohort draws) and the devices (perturbation).
     keep
-        ``"counts"`` keeps only the number of reports per round; ``"users"`` also the
-        reporting user indices; ``"reports"`` also the perturbed reports.
+        ``"counts"`` keeps only the number of reports per round, and draws the support counts
+        of GRR and OUE in aggregate from the cohort's true counts (the same law as perturbing
+        each device, spec ``seed-004`` §7.9; much faster for budget division); ``"users"``
+        perturbs every device and keeps the reporting user indices; ``"reports"`` also keeps
+        the perturbed reports.
     """
     v = np.asarray(values)
     mech = registry.create(mechanism, d=d, **params)

@@ -110,6 +110,12 @@ class FrequencyOracle(ABC):
             raise ParameterError(f"values must lie in [0, d={self.d})")
         return v.astype(np.int64)
 
+    def sample_support(self, counts: npt.ArrayLike, rng: np.random.Generator) -> IntArray | None:
+        """Support counts of reports from users with true ``counts`` per value, drawn in
+        aggregate with the law of :meth:`perturb` then :meth:`support` (spec §7.9), or None
+        where no exact aggregate law is implemented (OLH)."""
+        return None
+
     def estimate(self, support: npt.ArrayLike, n: int) -> FloatArray:
         """Unbiased frequencies from support counts of ``n`` reports (zeros if ``n == 0``)."""
         s = np.asarray(support, dtype=np.float64)
@@ -164,6 +170,16 @@ class GRR(FrequencyOracle):
         other += other >= v  # uniform over the d - 1 values other than v
         return np.where(keep, v, other).astype(np.int64)
 
+    def sample_support(self, counts: npt.ArrayLike, rng: np.random.Generator) -> IntArray | None:
+        c = np.asarray(counts, dtype=np.int64)
+        kept = rng.binomial(c, self.p)
+        out = np.asarray(kept, dtype=np.int64).copy()
+        others = np.full(self.d - 1, 1.0 / (self.d - 1))
+        for k in range(self.d):  # a loop over values, not reports
+            moved = rng.multinomial(int(c[k] - kept[k]), others)
+            out[np.arange(self.d) != k] += moved
+        return out
+
     def support(self, reports: Reports) -> IntArray:
         counts: IntArray = np.bincount(np.asarray(reports, dtype=np.int64), minlength=self.d)
         return counts[: self.d]
@@ -193,6 +209,12 @@ class OUE(FrequencyOracle):
         bits = rng.random((v.shape[0], self.d)) < self.q
         bits[np.arange(v.shape[0]), v] = rng.random(v.shape[0]) < self.p
         return bits
+
+    def sample_support(self, counts: npt.ArrayLike, rng: np.random.Generator) -> IntArray | None:
+        c = np.asarray(counts, dtype=np.int64)
+        return np.asarray(
+            rng.binomial(c, self.p) + rng.binomial(c.sum() - c, self.q), dtype=np.int64
+        )
 
     def support(self, reports: Reports) -> IntArray:
         r = np.asarray(reports, dtype=bool).reshape(-1, self.d)
