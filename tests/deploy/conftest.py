@@ -12,11 +12,14 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from app import metrics
@@ -29,7 +32,10 @@ DASHBOARD = CHART / "dashboards" / "dpstream.json"
 ALERTS = CHART / "files" / "alerts.yaml"
 CI_VALUES = sorted((CHART / "ci").glob("*.yaml"))
 
-_SUFFIXES = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count", "_created")}
+_SUFFIXES = {
+    "counter": ("_total", "_created"),
+    "histogram": ("_bucket", "_sum", "_count", "_created"),
+}
 
 
 def tool(name: str) -> str:
@@ -43,7 +49,9 @@ def tool(name: str) -> str:
     return found
 
 
-def run(*cmd: str, timeout: float = 60, check: bool = True, **kw: object) -> subprocess.CompletedProcess[str]:
+def run(
+    *cmd: str, timeout: float = 60, check: bool = True, **kw: object
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)  # type: ignore[call-overload]
     if check and proc.returncode != 0:
         pytest.fail(f"{' '.join(cmd)} -> rc {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
@@ -51,7 +59,7 @@ def run(*cmd: str, timeout: float = 60, check: bool = True, **kw: object) -> sub
 
 
 def exposed_names() -> dict[str, str]:
-    """Every sample name app.metrics can expose, mapped to its family name (Counter -> _total...)."""
+    """Every sample name app.metrics can expose, mapped to its family (Counter: ``_total``...)."""
     names: dict[str, str] = {}
     for family in metrics.REGISTRY.collect():  # a family shows even before it has samples
         for suffix in _SUFFIXES.get(family.type, ("",)):
@@ -107,15 +115,23 @@ def metrics_target() -> Iterator[str]:
     """
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.deploy.standin_worker", "0"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
         if not line.isdigit():
-            pytest.fail(f"stand-in worker did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+            err = proc.stderr.read() if proc.stderr else ""
+            pytest.fail(f"stand-in worker did not start: {line!r} {err}")
         target = f"127.0.0.1:{line}"
-        wait_for(lambda: "dpstream_" in http_get(f"http://{target}/metrics"), 10, "the stand-in's /metrics")
+        wait_for(
+            lambda: "dpstream_" in http_get(f"http://{target}/metrics"),
+            10,
+            "the stand-in's /metrics",
+        )
         yield target
     finally:
         stop(proc)
@@ -126,6 +142,63 @@ def live_families(metrics_target: str) -> dict[str, object]:
     """Metric families on the live /metrics, by family name."""
     text = http_get(f"http://{metrics_target}/metrics")
     return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+@pytest.fixture(scope="session")
+def prometheus(metrics_target: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a real Prometheus on 127.0.0.1 that scrapes ``metrics_target`` every second.
+
+    Its configuration is deploy/prometheus/prometheus.yml (the compose stack's) with the
+    intervals shortened and the dpstream job pointed at the target; the alert rules are
+    charts/dpstream/files/alerts.yaml in rules/, as compose mounts them.
+    """
+    workdir = tmp_path_factory.mktemp("prometheus")
+    config = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
+    config["global"] = {
+        "scrape_interval": "1s",
+        "evaluation_interval": "1s",
+        "scrape_timeout": "1s",
+    }
+    port = free_port()
+    for job in config["scrape_configs"]:
+        target = metrics_target if job["job_name"] == "dpstream" else f"127.0.0.1:{port}"
+        job["static_configs"] = [{"targets": [target]}]
+    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+    (workdir / "rules").mkdir()
+    shutil.copy(ALERTS, workdir / "rules" / "dpstream-alerts.yaml")
+    log = (workdir / "prometheus.log").open("w")
+    proc = subprocess.Popen(
+        [
+            tool("prometheus"),
+            f"--config.file={workdir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(
+            lambda: proc.poll() is None and "Ready" in http_get(f"{base}/-/ready"),
+            30,
+            f"Prometheus to be ready (log: {workdir / 'prometheus.log'})",
+        )
+        yield base
+    finally:
+        stop(proc)
+        log.close()
+
+
+def prom_query(base: str, expr: str) -> list[dict]:
+    """Instant query; fails the test on a PromQL error."""
+    url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    try:
+        body = json.loads(http_get(url))
+    except urllib.error.HTTPError as exc:
+        pytest.fail(f"query {expr!r} failed: {exc.read().decode()}")
+    assert body["status"] == "success", body
+    return body["data"]["result"]  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ and the PrometheusRule's rules by promtool.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -36,15 +37,23 @@ if back != doc:
 """
 
 
-def render(values: Path | None, *extra: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def render(
+    values: Path | None, *extra: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     cmd = [tool("helm"), "template", "rel", str(CHART), "--namespace", "dp"]
     if values is not None:
         cmd += ["-f", str(values)]
     return run(*cmd, *extra, check=check)
 
 
+@functools.cache
+def _rendered(values: Path | None) -> str:
+    return render(values).stdout
+
+
 def docs(values: Path | None) -> list[dict]:
-    return [d for d in yaml.safe_load_all(render(values).stdout) if d]
+    """The rendered manifests (fresh objects: tests may change them)."""
+    return [d for d in yaml.safe_load_all(_rendered(values)) if d]
 
 
 def by_kind(manifests: list[dict], kind: str) -> list[dict]:
@@ -53,7 +62,10 @@ def by_kind(manifests: list[dict], kind: str) -> list[dict]:
 
 def test_ci_values_cover_the_issue_cases() -> None:
     assert {p.stem for p in CI_VALUES} >= {
-        "local-mode-values", "monitoring-values", "existing-secret-values", "sasl-values"
+        "local-mode-values",
+        "monitoring-values",
+        "existing-secret-values",
+        "sasl-values",
     }
 
 
@@ -66,7 +78,9 @@ def test_helm_lint_strict(values: Path | None) -> None:
 
 
 @pytest.mark.parametrize("values", VALUE_SETS, ids=IDS)
-def test_rendered_manifests_pass_kubernetes_validate_strict(values: Path | None, tmp_path: Path) -> None:
+def test_rendered_manifests_pass_kubernetes_validate_strict(
+    values: Path | None, tmp_path: Path
+) -> None:
     manifests = docs(values)
     core = [d for d in manifests if not d["apiVersion"].startswith("monitoring.coreos.com/")]
     rendered = tmp_path / "rendered.yaml"
@@ -106,15 +120,27 @@ def test_monitoring_values_render_servicemonitor_and_prometheusrule() -> None:
     (monitor,) = by_kind(manifests, "ServiceMonitor")
     endpoint = monitor["spec"]["endpoints"][0]
     assert endpoint["port"] == "http-metrics" and endpoint["interval"] == "15s"
-    assert endpoint["relabelings"][0] == {"action": "replace", "targetLabel": "job", "replacement": "dpstream"}
+    assert endpoint["relabelings"][0] == {
+        "action": "replace",
+        "targetLabel": "job",
+        "replacement": "dpstream",
+    }
     (rule,) = by_kind(manifests, "PrometheusRule")
     canonical = yaml.safe_load(ALERTS.read_text())["groups"]
     assert rule["spec"]["groups"][: len(canonical)] == canonical  # the one source, verbatim
     assert rule["spec"]["groups"][-1]["rules"][0]["alert"] == "DpstreamConsumerLagHigh"
-    metrics_svc = [s for s in by_kind(manifests, "Service") if s["metadata"]["name"].endswith("-metrics")]
-    assert monitor["spec"]["selector"]["matchLabels"].items() <= metrics_svc[0]["metadata"]["labels"].items()
+    metrics_svc = [
+        s for s in by_kind(manifests, "Service") if s["metadata"]["name"].endswith("-metrics")
+    ]
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items()
+        <= metrics_svc[0]["metadata"]["labels"].items()
+    )
     sts = by_kind(manifests, "StatefulSet")[0]
-    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenScaled": "Delete", "whenDeleted": "Retain"}
+    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {
+        "whenScaled": "Delete",
+        "whenDeleted": "Retain",
+    }
     assert "startupProbe" in sts["spec"]["template"]["spec"]["containers"][0]
 
 
@@ -129,7 +155,9 @@ def test_default_values_statefulset_shape() -> None:
     state_mount = next(m for m in worker["volumeMounts"] if m["name"] == claim["metadata"]["name"])
     assert env["DPSTREAM_STATE_DIR"]["value"] == state_mount["mountPath"] == "/var/lib/dpstream"
     # Headless service governs the set.
-    headless = next(s for s in by_kind(manifests, "Service") if s["spec"].get("clusterIP") == "None")
+    headless = next(
+        s for s in by_kind(manifests, "Service") if s["spec"].get("clusterIP") == "None"
+    )
     assert sts["spec"]["serviceName"] == headless["metadata"]["name"]
     # Non-root, read-only root filesystem, no privilege escalation, nothing added.
     sc = worker["securityContext"]
@@ -159,7 +187,9 @@ def test_generated_noise_key_is_one_the_worker_accepts() -> None:
 def test_existing_secret_values_use_the_named_objects() -> None:
     manifests = docs(CHART / "ci" / "existing-secret-values.yaml")
     assert not by_kind(manifests, "Secret") and not by_kind(manifests, "ServiceAccount")
-    assert [c["metadata"]["name"] for c in by_kind(manifests, "ConfigMap")] == ["rel-dpstream-dashboard"]
+    assert [c["metadata"]["name"] for c in by_kind(manifests, "ConfigMap")] == [
+        "rel-dpstream-dashboard"
+    ]
     pod = by_kind(manifests, "StatefulSet")[0]["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["noise-key"]["secret"]["secretName"] == "dpstream-noise-key"
@@ -177,10 +207,13 @@ def test_sasl_values_wire_credentials_from_secrets() -> None:
     assert env["DPSTREAM_KAFKA_SASL_MECHANISM"]["value"] == "SCRAM-SHA-512"
     assert env["DPSTREAM_KAFKA_SASL_USERNAME"]["value"] == "dpstream"
     assert env["DPSTREAM_KAFKA_SASL_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
-        "name": "kafka-user-dpstream", "key": "password"
+        "name": "kafka-user-dpstream",
+        "key": "password",
     }
     assert env["DPSTREAM_KAFKA_SSL_CAFILE"]["value"] == "/etc/dpstream/tls/ca.crt"
-    ca = next(s for s in by_kind(manifests, "Secret") if s["metadata"]["name"].endswith("-kafka-ca"))
+    ca = next(
+        s for s in by_kind(manifests, "Secret") if s["metadata"]["name"].endswith("-kafka-ca")
+    )
     assert base64.b64decode(ca["data"]["ca.crt"]).startswith(b"-----BEGIN CERTIFICATE-----")
     init_env = {e["name"] for e in pod["initContainers"][0]["env"]}
     assert {"DPSTREAM_KAFKA_SASL_PASSWORD", "DPSTREAM_KAFKA_SSL_CAFILE"} <= init_env
@@ -195,19 +228,36 @@ def test_sasl_without_credentials_fails_with_a_message() -> None:
     ("values", "message"),
     [
         ("replicaCount: two\n", "/replicaCount"),
-        ("persistence:\n  enabled: \"yes\"\n", "/persistence/enabled"),
+        ('persistence:\n  enabled: "yes"\n', "/persistence/enabled"),
         ("metrics:\n  port: 70000\n", "/metrics/port"),
         ("kafka:\n  securityProtocol: TLS\n", "/kafka/securityProtocol"),
         ("replicaCnt: 2\n", "additional properties 'replicaCnt' not allowed"),
-        ("metrics:\n  serviceMonitor:\n    enable: true\n", "additional properties 'enable' not allowed"),
+        (
+            "metrics:\n  serviceMonitor:\n    enable: true\n",
+            "additional properties 'enable' not allowed",
+        ),
     ],
-    ids=["wrong-type-int", "wrong-type-bool", "out-of-range", "bad-enum", "unknown-key", "unknown-nested-key"],
+    ids=[
+        "wrong-type-int",
+        "wrong-type-bool",
+        "out-of-range",
+        "bad-enum",
+        "unknown-key",
+        "unknown-nested-key",
+    ],
 )
 def test_schema_rejects_bad_values(values: str, message: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(values)
     for cmd in ("template", "lint"):
-        args = [tool("helm"), cmd, *(["rel"] if cmd == "template" else []), str(CHART), "-f", str(bad)]
+        args = [
+            tool("helm"),
+            cmd,
+            *(["rel"] if cmd == "template" else []),
+            str(CHART),
+            "-f",
+            str(bad),
+        ]
         proc = run(*args, check=False)
         assert proc.returncode != 0, f"helm {cmd} accepted {values!r}"
         assert message in proc.stdout + proc.stderr
@@ -215,7 +265,9 @@ def test_schema_rejects_bad_values(values: str, message: str, tmp_path: Path) ->
 
 def test_dashboard_configmap_carries_the_canonical_dashboard() -> None:
     manifests = docs(None)
-    cm = next(c for c in by_kind(manifests, "ConfigMap") if c["metadata"]["name"].endswith("-dashboard"))
+    cm = next(
+        c for c in by_kind(manifests, "ConfigMap") if c["metadata"]["name"].endswith("-dashboard")
+    )
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert json.loads(cm["data"]["dpstream.json"]) == json.loads(DASHBOARD.read_text())
 
@@ -262,7 +314,9 @@ def test_schema_knows_every_value() -> None:
 
 def _streams_docs() -> list[tuple[str, dict]]:
     out = [("chart-default", yaml.safe_load((CHART / "values.yaml").read_text())["streamsConfig"])]
-    out.append(("compose", yaml.safe_load((ROOT / "deploy" / "compose" / "streams.yaml").read_text())))
+    out.append(
+        ("compose", yaml.safe_load((ROOT / "deploy" / "compose" / "streams.yaml").read_text()))
+    )
     for path in CI_VALUES:
         doc = yaml.safe_load(path.read_text()) or {}
         if "streamsConfig" in doc:
@@ -271,7 +325,9 @@ def _streams_docs() -> list[tuple[str, dict]]:
 
 
 @pytest.mark.parametrize(("name", "doc"), _streams_docs(), ids=[n for n, _ in _streams_docs()])
-def test_shipped_streams_files_load_with_the_worker_config(name: str, doc: dict, tmp_path: Path) -> None:
+def test_shipped_streams_files_load_with_the_worker_config(
+    name: str, doc: dict, tmp_path: Path
+) -> None:
     from app.stream.config import StreamConfig, load_streams
 
     local = any(s.get("mode") == "local" for s in doc["streams"])
