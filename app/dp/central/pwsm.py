@@ -21,7 +21,7 @@ import numpy as np
 
 from app.dp.central.base import CentralMechanism, Outcome
 from app.dp.personalized import dissimilarity, obs, sampling_mechanism
-from app.dp.types import IntArray
+from app.dp.types import FloatArray, IntArray
 
 
 class PWSMMechanism(CentralMechanism):
@@ -30,6 +30,11 @@ class PWSMMechanism(CentralMechanism):
     def _offer(self, t: int) -> tuple[list[int], bool]:
         """Publication units offered to each budget group at slot ``t``, and nullified-or-not."""
         raise NotImplementedError
+
+    def next_offer(self) -> FloatArray:
+        """The publication budget each group would be offered at the next slot (0 if nullified)."""
+        offer, _ = self._offer(self.t + 1)
+        return self._per_group(offer)
 
     def _published(self, t: int, offer: list[int]) -> None:
         """Bookkeeping after a publication at ``t`` (PBA/BA remember ``l`` and the shares)."""
