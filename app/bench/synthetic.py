@@ -36,8 +36,8 @@ def tlns(T: int, rng: np.random.Generator, p0: float = 0.05, std: float = 0.0025
 
 def sin(T: int, rng: np.random.Generator, a: float = 0.05, b: float = 0.01, h: float = 0.075) -> Probabilities:
     """``p_t = a sin(b t) + h``; ``rng`` is unused (the law is deterministic)."""
-    t = np.arange(1, T + 1)
-    return a * np.sin(b * t) + h
+    t = np.arange(1, T + 1, dtype=np.float64)
+    return np.asarray(a * np.sin(b * t) + h, dtype=np.float64)
 
 
 def log(T: int, rng: np.random.Generator, a: float = 0.25, b: float = 0.01) -> Probabilities:
@@ -46,15 +46,19 @@ def log(T: int, rng: np.random.Generator, a: float = 0.25, b: float = 0.01) -> P
     >>> round(float(log(1, np.random.default_rng(0))[0]), 4)
     0.1256
     """
-    t = np.arange(1, T + 1)
-    return a / (1.0 + np.exp(-b * t))
+    t = np.arange(1, T + 1, dtype=np.float64)
+    return np.asarray(a / (1.0 + np.exp(-b * t)), dtype=np.float64)
 
 
 GENERATORS: dict[str, Callable[..., Probabilities]] = {"tlns": tlns, "sin": sin, "log": log}
 """Name -> ``p_t`` law. ``lns`` is the LDP-IDS paper's name for TLNS."""
 GENERATORS["lns"] = tlns
 
-PAPER_SIZES: dict[str, tuple[int, int]] = {"pwsm": (10_000, 10_000), "ldp-ids": (200_000, 800)}
+PAPER_SIZES: dict[str, tuple[int, int]] = {
+    "pwsm": (10_000, 10_000),
+    "ldp-ids": (200_000, 800),
+    "pldp-ids": (10_000, 10_000),
+}
 """Paper -> ``(N users, T slots)`` of its synthetic experiments."""
 
 
@@ -70,7 +74,11 @@ def probabilities(name: str, T: int, rng: np.random.Generator) -> Probabilities:
 def values(name: str, T: int, N: int, rng: np.random.Generator) -> npt.NDArray[np.int8]:
     """Per-user values ``(T, N)`` in {0, 1}: user ``i`` holds 1 at slot ``t`` w.p. ``p_t``."""
     p = probabilities(name, T, rng)
-    return (rng.random((T, N)) < p[:, None]).astype(np.int8)
+    out = np.empty((T, N), dtype=np.int8)
+    for start in range(0, T, 256):  # blocks keep the float draws small
+        stop = min(T, start + 256)
+        out[start:stop] = rng.random((stop - start, N)) < p[start:stop, None]
+    return out
 
 
 def group_counts(name: str, T: int, sizes: list[int], rng: np.random.Generator) -> npt.NDArray[np.int64]:

@@ -1,0 +1,117 @@
+"""``dpstream bench`` (experiment grids, cost, throughput) and ``dpstream replay``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+CENTRAL = "uniform,sample,bd,ba,pbd,pba"
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(x) for x in text.split(","))
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(","))
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def register(sub: Any) -> None:
+    bench = sub.add_parser(
+        "bench",
+        help="run benchmark grids (default), cost or throughput benchmarks",
+        description="Replay a dataset through mechanisms over eps x w x seeds; write "
+        "results.csv and results.md.",
+    )
+    bench.add_argument("--dataset", default="sin", help="dataset name (default: sin)")
+    bench.add_argument("--mechanisms", type=_names, default=_names(CENTRAL))
+    bench.add_argument("--eps", type=_floats, default=(0.6,), help="comma-separated eps grid")
+    bench.add_argument("--w", type=_ints, default=(120,), help="comma-separated w grid")
+    bench.add_argument("--seeds", type=int, default=5, help="number of seeds (0..n-1)")
+    bench.add_argument(
+        "--setting", default="types", choices=("types", "two-eps", "two-w", "single")
+    )
+    bench.add_argument("--ratio", type=float, default=0.5, help="two-group ratio o")
+    bench.add_argument("--users", type=int, help="override the dataset's number of users")
+    bench.add_argument("--slots", type=int, help="override the dataset's number of slots")
+    bench.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
+    bench.add_argument("--out", type=Path, default=Path("out/bench"), help="output folder")
+    bench.set_defaults(func=_grid)
+    kinds = bench.add_subparsers(dest="bench_kind", metavar="KIND")
+
+    cost = kinds.add_parser("cost", help="step time against d, m and N; full T-Drive replay")
+    cost.add_argument("--out", type=Path, default=Path("out/cost"))
+    cost.add_argument("--quick", action="store_true", help="a reduced sweep, no replay")
+    cost.set_defaults(func=_cost)
+
+    replay = sub.add_parser(
+        "replay",
+        help="replay a short synthetic stream through a mechanism and print its releases",
+    )
+    replay.add_argument("--mechanism", default="pba")
+    replay.add_argument("--stream", default="sin", choices=("tlns", "sin", "log"))
+    replay.add_argument("--slots", type=int, default=20)
+    replay.add_argument("--users", type=int, default=10_000)
+    replay.add_argument("--seed", type=int, default=0)
+    replay.set_defaults(func=_replay)
+
+
+def _grid(args: argparse.Namespace) -> int:
+    from app.bench.grid import Grid, run_grid, write_results
+
+    options = {k: v for k, v in (("N", args.users), ("T", args.slots)) if v is not None}
+    grid = Grid(
+        dataset=args.dataset,
+        mechanisms=args.mechanisms,
+        eps_values=args.eps,
+        w_values=args.w,
+        seeds=tuple(range(args.seeds)),
+        setting=args.setting,
+        ratio=args.ratio,
+        dataset_options=options,
+    )
+    rows = run_grid(grid, jobs=args.jobs)
+    csv_path, md_path = write_results(rows, args.out, grid)
+    print(md_path.read_text())
+    print(f"wrote {csv_path} and {md_path}", file=sys.stderr)
+    return 0
+
+
+def _cost(args: argparse.Namespace) -> int:
+    from app.bench.cost import step_times, tdrive_replay
+
+    if args.quick:
+        step_times(args.out, d_values=(10, 100, 1000), m_values=(1, 10), n_values=(1000, 10_000))
+    else:
+        step_times(args.out)
+        tdrive_replay(args.out)
+    print(f"wrote cost benchmarks to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from app.bench.synthetic import group_counts
+    from app.dp.registry import create
+    from app.dp.types import Group
+
+    groups = [Group(12, 0.6), Group(4, 1.0)]
+    rng = np.random.default_rng(args.seed)
+    counts = group_counts(args.stream, args.slots, [args.users // 2] * 2, rng)
+    mech = create(args.mechanism, d=2, groups=groups)
+    print(f"{mech.name}: {mech.describe()}")
+    print(f"stream {args.stream}, {args.users} users, groups {groups}")
+    for c in counts:
+        r = mech.step(c, rng)
+        hist = " ".join(f"{x:9.1f}" for x in r.histogram)
+        true = " ".join(f"{x:6d}" for x in c.sum(axis=0))
+        spent = " ".join(f"{x:.4f}" for x in r.spent)
+        print(f"slot {r.slot:3d} {r.status:9s} released [{hist}] true [{true}] spent [{spent}]")
+    return 0
