@@ -6,8 +6,10 @@ A missing tool fails the test (scripts/test.sh installs them first); it never sk
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -16,8 +18,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import msgpack
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
@@ -30,6 +34,7 @@ TOOLS = ROOT / ".tools"
 VENV_BIN = Path(sys.executable).parent
 DASHBOARD = CHART / "dashboards" / "dpstream.json"
 ALERTS = CHART / "files" / "alerts.yaml"
+COMPOSE_STREAMS = ROOT / "deploy" / "compose" / "streams.yaml"
 CI_VALUES = sorted((CHART / "ci").glob("*.yaml"))
 
 _SUFFIXES = {
@@ -107,34 +112,107 @@ def stop(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
             proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def metrics_target() -> Iterator[str]:
-    """host:port of a process serving dpstream's /metrics on 127.0.0.1.
+@dataclass(frozen=True)
+class LiveWorker:
+    """A running ``dpstream worker`` (the console entry point) on an embedded broker."""
 
-    Today: the stand-in (tests/deploy/standin_worker.py), which serves app.metrics.REGISTRY.
-    """
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.deploy.standin_worker", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    target: str  # host:port of /metrics, /healthz, /readyz
+    bootstrap: str
+    prefix: str
+    stream: str
+
+    def produce(self, items: list[tuple[bytes, bytes]]) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        for key, value in items:
+            producer.produce(self.prefix + "events", key=key, value=value)
+        assert producer.flush(30) == 0
+
+
+@pytest.fixture(scope="session")
+def live_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveWorker]:
+    """A real worker, configured like the compose stack (its streams file and noise key) with
+    1 s slots, consuming from a Tansu broker on 127.0.0.1; some events already released."""
+    from app.stream.broker import EmbeddedBroker
+    from app.stream.topics import create_topics, load_topics
+
+    work = tmp_path_factory.mktemp("live-worker")
+    streams = yaml.safe_load(COMPOSE_STREAMS.read_text())["streams"]
+    stream = streams[0]["id"]
+    key = re.sub(r"[^A-Z0-9]", "_", stream.upper())
+    prefix, port = "deploy.", free_port()
+    broker = EmbeddedBroker(log_path=work / "tansu.log").start()
+    proc = None
+    log = (work / "worker.log").open("wb")
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()
-        if not line.isdigit():
-            err = proc.stderr.read() if proc.stderr else ""
-            pytest.fail(f"stand-in worker did not start: {line!r} {err}")
-        target = f"127.0.0.1:{line}"
-        wait_for(
-            lambda: "dpstream_" in http_get(f"http://{target}/metrics"),
-            10,
-            "the stand-in's /metrics",
+        create_topics(load_topics(prefix), {"bootstrap.servers": broker.bootstrap})
+        env = {
+            **os.environ,
+            "DPSTREAM_BROKER": broker.bootstrap,
+            "DPSTREAM_CONFIG": str(COMPOSE_STREAMS),
+            "DPSTREAM_NOISE_KEY_FILE": str(ROOT / "deploy" / "compose" / "noise-key.local"),
+            "DPSTREAM_STATE_DIR": str(work / "state"),
+            "DPSTREAM_METRICS_PORT": str(port),
+            "DPSTREAM_METRICS_BIND": "127.0.0.1",
+            "DPSTREAM_TOPIC_PREFIX": prefix,
+            "DPSTREAM_SESSION_TIMEOUT_S": "6",
+            f"DPSTREAM_STREAM_{key}_SLOT_S": "1",
+            f"DPSTREAM_STREAM_{key}_GRACE_S": "0.2",
+            f"DPSTREAM_STREAM_{key}_RELEASE_TIMEOUT_S": "0.2",
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.stream", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
-        yield target
+        target = f"127.0.0.1:{port}"
+
+        def ready() -> bool:
+            if proc.poll() is not None:
+                pytest.fail(f"worker exited; see {work / 'worker.log'}")
+            try:
+                return http_get(f"http://{target}/readyz", timeout=2) is not None
+            except urllib.error.HTTPError:
+                return False
+
+        wait_for(ready, 90, f"the worker's /readyz (log: {work / 'worker.log'})")
+        live = LiveWorker(target, broker.bootstrap, prefix, stream)
+        now = time.time()
+        live.produce(
+            [
+                (
+                    f"u{u}".encode(),
+                    msgpack.packb({"stream": stream, "user": f"u{u}", "ts": now, "value": u % 3}),
+                )
+                for u in range(50)
+            ]
+        )
+        wait_for(
+            lambda: "dpstream_releases_total{" in http_get(f"http://{target}/metrics"),
+            30,
+            "a first release",
+        )
+        yield live
     finally:
-        stop(proc)
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        log.close()
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def metrics_target(live_worker: LiveWorker) -> str:
+    """host:port of the live worker's /metrics."""
+    return live_worker.target
 
 
 @pytest.fixture(scope="session")

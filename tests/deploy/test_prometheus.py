@@ -11,7 +11,9 @@ import yaml
 
 from tests.deploy.conftest import (
     ALERTS,
+    COMPOSE_STREAMS,
     ROOT,
+    LiveWorker,
     exposed_names,
     http_get,
     metric_names_in,
@@ -64,43 +66,58 @@ def test_issue_alerts_exist_and_use_defined_metrics() -> None:
 
 
 def test_real_prometheus_scrapes_the_worker_and_evaluates_the_rules(
-    prometheus: str, metrics_target: str
+    prometheus: str, live_worker: LiveWorker
 ) -> None:
+    target = live_worker.target
+
     def dpstream_target_up() -> bool:
         targets = json.loads(http_get(f"{prometheus}/api/v1/targets"))["data"]["activeTargets"]
         return any(
             t["labels"]["job"] == "dpstream"
-            and t["scrapeUrl"] == f"http://{metrics_target}/metrics"
+            and t["scrapeUrl"] == f"http://{target}/metrics"
             and t["health"] == "up"
             for t in targets
         )
 
     wait_for(dpstream_target_up, 20, "the dpstream target to be up")
+    levels = yaml.safe_load(COMPOSE_STREAMS.read_text())["streams"][0]["levels"]
     eps = wait_for(lambda: prom_query(prometheus, "dpstream_group_epsilon"), 10, "scraped samples")
-    assert {(s["metric"]["group"], s["value"][1]) for s in eps} == {("0", "0.5"), ("1", "1")}
+    assert {(s["metric"]["group"], float(s["value"][1])) for s in eps} == {
+        (str(i), float(level["eps"])) for i, level in enumerate(levels)
+    }
+    # The worker releases every (1 s) slot: the no-release expression is empty, and the same
+    # quantity the rule compares stays under two slots.
+    rules = {r["alert"]: r for r in _rules()}
+    assert prom_query(prometheus, rules["DpstreamNoRelease"]["expr"]) == []
+    (lag,) = prom_query(
+        prometheus,
+        "(time() - max without (instance, pod) (dpstream_last_release_timestamp_seconds))"
+        " / max without (instance, pod) (dpstream_slot_seconds)",
+    )
+    assert lag["metric"]["stream"] == live_worker.stream and float(lag["value"][1]) < 2
+    assert prom_query(prometheus, rules["DpstreamWorkerDown"]["expr"]) == []
 
-    # The no-release rule's own expression: the stand-in released 300 s ago, with 10 s slots.
-    no_release = next(r for r in _rules() if r["alert"] == "DpstreamNoRelease")
-    (sample,) = prom_query(prometheus, no_release["expr"])
-    assert sample["metric"]["stream"] == "standin" and sample["metric"]["job"] == "dpstream"
-    assert float(sample["value"][1]) >= 300
-    # Worker down is false while the target is up.
-    down = next(r for r in _rules() if r["alert"] == "DpstreamWorkerDown")
-    assert prom_query(prometheus, down["expr"]) == []
+    # Undecodable input goes to dead-letter; once scraped, the rising-dead-letters rule is pending.
+    live_worker.produce([(b"bad", b"\xc1 not msgpack")])
+    by_name: dict[str, dict] = {}
 
-    def all_rules_evaluated() -> list[dict] | None:
+    def evaluated() -> bool:
         groups = json.loads(http_get(f"{prometheus}/api/v1/rules"))["data"]["groups"]
-        rules = [r for g in groups for r in g["rules"]]
-        done = all(r["lastEvaluation"] > "0001-01-01T00:00:00Z" for r in rules) and any(
-            r["name"] == "DpstreamNoRelease" and r["state"] != "inactive" for r in rules
+        by_name.update({r["name"]: r for g in groups for r in g["rules"]})
+        return all(r["lastEvaluation"] > "0001-01-01T00:00:00Z" for r in by_name.values()) and (
+            by_name.get("DpstreamDeadLettersRising", {}).get("state") == "pending"
         )
-        return rules if done else None
 
-    rules = wait_for(all_rules_evaluated, 20, "every rule to be evaluated")
-    assert len(rules) == len(_rules())
-    assert all(r["health"] == "ok" for r in rules), [(r["name"], r.get("lastError")) for r in rules]
-    states = {r["name"]: r["state"] for r in rules}
-    assert states["DpstreamNoRelease"] == "pending"  # true now, fires after `for: 1m`
-    assert states["DpstreamDeadLettersRising"] == "inactive"  # the counter has not moved since
-    assert states["DpstreamBudgetExhausted"] == "pending"  # group 0 spent 0.5 of 0.5
-    assert states["DpstreamWorkerDown"] == states["DpstreamWorkerAbsent"] == "inactive"
+    wait_for(evaluated, 30, "the rules to be evaluated and DpstreamDeadLettersRising pending")
+    assert by_name.keys() == rules.keys()
+    assert all(r["health"] == "ok" for r in by_name.values()), [
+        (r["name"], r.get("lastError")) for r in by_name.values()
+    ]
+    assert by_name["DpstreamNoRelease"]["state"] == "inactive"
+    assert (
+        by_name["DpstreamWorkerDown"]["state"]
+        == by_name["DpstreamWorkerAbsent"]["state"]
+        == "inactive"
+    )
+    (dead,) = prom_query(prometheus, "sum(dpstream_dead_letters_total)")
+    assert float(dead["value"][1]) >= 1
