@@ -205,6 +205,10 @@ def yield_checks(kind: str) -> Iterator[Check]:
     """The checks for mechanisms of ``kind`` (``"central"`` or ``"local"``)."""
     if kind == "central":
         yield from CENTRAL_CHECKS
+    elif kind == "local":
+        from app.dp.local.checks import yield_local_checks  # the local family's own checks
+
+        yield from yield_local_checks()
     else:
         raise ValueError(f"no checks for kind {kind!r}")
 
