@@ -39,10 +39,8 @@ def run_random(m, slots, rng):
             cohort = request.cohort_buckets()
             n = m.group_users if cohort is None else [int(sizes[cohort].sum())]
             jump = rng.random() < 0.3  # sometimes a huge change, so adaptive ones publish
-            support = [
-                rng.integers(0, k + 1, m.d) if not jump else np.eye(m.d, dtype=int)[rng.integers(m.d)] * k
-                for k in n
-            ]
+            spike = np.eye(m.d, dtype=int)[rng.integers(m.d)]
+            support = [spike * k if jump else rng.integers(0, k + 1, m.d) for k in n]
             request = m.on_tally(Tally(request.slot, request.round, support, n), rng)
         m.close_slot()
     return requests
@@ -54,13 +52,15 @@ def mechanisms(draw):
     w = draw(st.integers(1, 9))
     if name == "plbu":
         k = draw(st.integers(1, 3))
-        groups = [Group(draw(st.integers(1, 9)), draw(st.sampled_from([0.5, 1.0, 2.0]))) for _ in range(k)]
+        eps = st.sampled_from([0.5, 1.0, 2.0])
+        groups = [Group(draw(st.integers(1, 9)), draw(eps)) for _ in range(k)]
         users = [draw(st.integers(1, 20)) for _ in range(k)]
         return registry.create(name, d=3, groups=groups, users=users)
     users = draw(st.integers(2 * w, 6 * w + 20))
     buckets = draw(st.one_of(st.none(), st.integers(2 * w, users)))
     eps = draw(st.sampled_from([0.5, 1.0, 3.0]))
-    return registry.create(name, d=draw(st.integers(2, 5)), eps=eps, w=w, users=users, buckets=buckets)
+    d = draw(st.integers(2, 5))
+    return registry.create(name, d=d, eps=eps, w=w, users=users, buckets=buckets)
 
 
 @settings(settings.get_profile("local-invariant"))
