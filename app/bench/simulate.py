@@ -77,9 +77,10 @@ def answer(
 ) -> tuple[Tally, Sent]:
     """The devices' answer to ``request`` given every user's value this slot."""
     m = len(request.oracle)
+    asked_mask = None if request.cohort is None else mask_users(request, values.shape[0])
     if keep == "counts" and m == 1:  # aggregate draw with the same law (GRR, OUE)
         oracle = make(request.oracle[0], request.d, request.eps[0])
-        mine = values if request.cohort is None else values[mask_users(request, values.shape[0])]
+        mine = values if asked_mask is None else values[asked_mask]
         counts = np.bincount(mine, minlength=request.d)[: request.d]
         support = oracle.sample_support(counts, rng)
         if support is not None:
@@ -87,7 +88,7 @@ def answer(
             record = Sent(request.slot, request.round, request.oracle, request.eps,
                           request.units, size, None, None)  # fmt: skip
             return Tally(request.slot, request.round, support[None, :], np.array([size])), record
-    asked = np.flatnonzero(mask_users(request, values.shape[0]))
+    asked = np.arange(values.shape[0]) if asked_mask is None else np.flatnonzero(asked_mask)
     support = np.zeros((m, request.d), dtype=np.int64)
     n = np.zeros(m, dtype=np.int64)
     reports = []

@@ -467,7 +467,8 @@ def mask_users(request: CollectionRequest, users: int) -> npt.NDArray[np.bool_]:
         return np.ones(users, dtype=bool)
     member = np.zeros(request.buckets, dtype=bool)
     member[cohort] = True
-    return member[np.arange(users) % request.buckets]
+    reps = -(-users // request.buckets)  # users i, i + B, ... share bucket i: tile, no modulo
+    return np.tile(member, reps)[:users]
 
 
 def expected_tally(request: CollectionRequest, reports: int, f: npt.ArrayLike) -> Tally:
