@@ -174,7 +174,9 @@ def run_grid(grid: Grid, jobs: int | None = None, progress: bool = True) -> list
     return rows
 
 
-def summarize(rows: Sequence[dict[str, Any]], measure: str = "amre") -> dict[tuple[Any, ...], float]:
+def summarize(
+    rows: Sequence[dict[str, Any]], measure: str = "amre"
+) -> dict[tuple[Any, ...], float]:
     """Mean of ``measure`` over seeds per (dataset, eps, w, mechanism)."""
     acc: dict[tuple[Any, ...], list[float]] = defaultdict(list)
     for row in rows:

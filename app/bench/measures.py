@@ -61,6 +61,13 @@ def _kl_terms(x: npt.NDArray[np.float64], m: npt.NDArray[np.float64]) -> npt.NDA
         return np.where(x > 0, x * np.log(x / m), 0.0)
 
 
+def _distribution(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each row clamped at 0 and normalised to sum 1 (all-zero rows stay zero)."""
+    x = np.clip(x, 0.0, None)
+    total = x.sum(axis=1, keepdims=True)
+    return np.divide(x, total, out=np.zeros_like(x), where=total > 0)
+
+
 def ajsd(r: Array, c: Array) -> float:
     """Eq. 16 on distributions: each slot's histograms clamped at 0 and normalised.
 
@@ -68,10 +75,7 @@ def ajsd(r: Array, c: Array) -> float:
     (0.0, 0.693147)
     """
     ra, ca = _pair(r, c)
-    p = np.clip(ra, 0.0, None)
-    q = np.clip(ca, 0.0, None)
-    p = np.divide(p, p.sum(axis=1, keepdims=True), out=np.zeros_like(p), where=p.sum(axis=1, keepdims=True) > 0)
-    q = np.divide(q, q.sum(axis=1, keepdims=True), out=np.zeros_like(q), where=q.sum(axis=1, keepdims=True) > 0)
+    p, q = _distribution(ra), _distribution(ca)
     m = (p + q) / 2.0
     return float((_kl_terms(p, m) + _kl_terms(q, m)).sum(axis=1).mean() / 2.0)
 

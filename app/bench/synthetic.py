@@ -34,7 +34,9 @@ def tlns(T: int, rng: np.random.Generator, p0: float = 0.05, std: float = 0.0025
     return p
 
 
-def sin(T: int, rng: np.random.Generator, a: float = 0.05, b: float = 0.01, h: float = 0.075) -> Probabilities:
+def sin(
+    T: int, rng: np.random.Generator, a: float = 0.05, b: float = 0.01, h: float = 0.075
+) -> Probabilities:
     """``p_t = a sin(b t) + h``; ``rng`` is unused (the law is deterministic)."""
     t = np.arange(1, T + 1, dtype=np.float64)
     return np.asarray(a * np.sin(b * t) + h, dtype=np.float64)
@@ -81,7 +83,9 @@ def values(name: str, T: int, N: int, rng: np.random.Generator) -> npt.NDArray[n
     return out
 
 
-def group_counts(name: str, T: int, sizes: list[int], rng: np.random.Generator) -> npt.NDArray[np.int64]:
+def group_counts(
+    name: str, T: int, sizes: list[int], rng: np.random.Generator
+) -> npt.NDArray[np.int64]:
     """Counts ``(T, m, 2)`` for groups of ``sizes`` users, without materialising users.
 
     The number of 1s in a group of ``n`` i.i.d. Bernoulli(``p_t``) users is Binomial(``n``,

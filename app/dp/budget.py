@@ -99,13 +99,15 @@ class WindowLedger:
     >>> ledger.record([b.share], [b.half // 2])
     >>> ledger.pub_window(0) == b.half // 2
     True
-    >>> ledger.ensure([b.share], [b.half])
+    >>> ledger.ensure([b.share], [b.half])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    app.dp.errors.InsufficientBudgetError: group 0: publication window already spent 0.25, requested 0.5, limit 0.5
+    app.dp.errors.InsufficientBudgetError: group 0: publication window already spent 0.25, ...
     """
 
-    def __init__(self, groups: Sequence[Group], publication_share: Fraction = Fraction(1, 2)) -> None:
+    def __init__(
+        self, groups: Sequence[Group], publication_share: Fraction = Fraction(1, 2)
+    ) -> None:
         self.budgets = tuple(GroupBudget(g) for g in groups)
         self.publication_share = publication_share
         self._total: list[deque[int]] = [deque(maxlen=g.w - 1) for g in groups]

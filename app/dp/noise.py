@@ -36,7 +36,7 @@ def check_kind(noise: str) -> NoiseKind:
     """Validate a noise name."""
     if noise not in NOISE_KINDS:
         raise ParameterError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
-    return noise  # type: ignore[return-value]
+    return noise
 
 
 def _check_eps(eps: float) -> None:
@@ -44,7 +44,9 @@ def _check_eps(eps: float) -> None:
         raise ParameterError(f"eps must be a finite number > 0, got {eps!r}")
 
 
-def laplace(rng: np.random.Generator, eps: float, size: int, sensitivity: float = 1.0) -> FloatArray:
+def laplace(
+    rng: np.random.Generator, eps: float, size: int, sensitivity: float = 1.0
+) -> FloatArray:
     """``size`` draws of Laplace noise with scale ``sensitivity / eps`` (variance ``2 b**2``).
 
     >>> laplace(np.random.default_rng(7), 1.0, 3).shape

@@ -128,4 +128,5 @@ def dissimilarity(
     theta, _ = obs(budgets, population)
     sampled = sample(counts, sampling_probabilities(budgets, theta), rng)
     deviation = np.abs(sampled - last_release).sum(keepdims=True)
-    return float(perturb(noise, rng, deviation, float(theta))[0]) / counts.shape[1]
+    noisy = perturb(noise, rng, deviation.astype(np.float64), float(theta))
+    return float(noisy[0]) / counts.shape[1]

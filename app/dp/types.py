@@ -44,7 +44,7 @@ class Group:
 
 
 def _frozen(a: npt.ArrayLike, dtype: type) -> npt.NDArray[np.generic]:
-    out = np.array(a, dtype=dtype)
+    out: npt.NDArray[np.generic] = np.array(a, dtype=dtype)
     out.flags.writeable = False
     return out
 

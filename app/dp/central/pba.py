@@ -108,7 +108,8 @@ class PBA(PWSMMechanism):
         self.shares = [u // b.share for u, b in zip(offer, self.ledger.budgets, strict=True)]
 
     def _state(self) -> dict[str, Any]:
-        return {**super()._state(), "last_publication": self.last_publication, "shares": self.shares}
+        state = super()._state()
+        return {**state, "last_publication": self.last_publication, "shares": self.shares}
 
     def _load(self, state: dict[str, Any]) -> None:
         super()._load(state)
