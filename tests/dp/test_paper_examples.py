@@ -77,7 +77,8 @@ def test_obs_ten_types():
     types = [(0.6, 120), (0.8, 40), (1.0, 80), (0.6, 40), (0.8, 120), (1.0, 40), (0.6, 80),
              (0.8, 80), (1.0, 120), (0.6, 40)]
     e = [F(str(eps)) for eps, _ in types]
-    assert obs([x / (2 * w) for x, (_, w) in zip(e, types, strict=True)], [1000] * 10)[0] == F(1, 300)
+    dc = [x / (2 * w) for x, (_, w) in zip(e, types, strict=True)]
+    assert obs(dc, [1000] * 10)[0] == F(1, 300)
     assert obs([x / 4 for x in e], [1000] * 10) == (F(3, 20), pytest.approx(800 / 9))
     assert obs([x / 2 for x in e], [1000] * 10) == (F(3, 10), pytest.approx(200 / 9))
 
