@@ -65,7 +65,8 @@ def _distribution(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Each row clamped at 0 and normalised to sum 1 (all-zero rows stay zero)."""
     x = np.clip(x, 0.0, None)
     total = x.sum(axis=1, keepdims=True)
-    return np.divide(x, total, out=np.zeros_like(x), where=total > 0)
+    out: npt.NDArray[np.float64] = np.divide(x, total, out=np.zeros_like(x), where=total > 0)
+    return out
 
 
 def ajsd(r: Array, c: Array) -> float:

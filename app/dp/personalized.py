@@ -128,5 +128,5 @@ def dissimilarity(
     theta, _ = obs(budgets, population)
     sampled = sample(counts, sampling_probabilities(budgets, theta), rng)
     deviation = np.abs(sampled - last_release).sum(keepdims=True)
-    noisy = perturb(noise, rng, deviation.astype(np.float64), float(theta))
-    return float(noisy[0]) / counts.shape[1]
+    noisy: FloatArray = perturb(noise, rng, deviation.astype(np.float64), float(theta))
+    return float(noisy[0]) / int(counts.shape[1])
