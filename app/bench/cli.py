@@ -50,6 +50,13 @@ def register(sub: Any) -> None:
     cost.add_argument("--quick", action="store_true", help="a reduced sweep, no replay")
     cost.set_defaults(func=_cost)
 
+    throughput = kinds.add_parser(
+        "throughput",
+        help="events/s through the worker against bare consumer loops, on a real broker",
+    )
+    _add_throughput_arguments(throughput)
+    throughput.set_defaults(func=_throughput)
+
     replay = sub.add_parser(
         "replay",
         help="replay a short synthetic stream through a mechanism and print its releases",
@@ -93,6 +100,18 @@ def _cost(args: argparse.Namespace) -> int:
         tdrive_replay(args.out)
     print(f"wrote cost benchmarks to {args.out}", file=sys.stderr)
     return 0
+
+
+def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:
+    from app.bench.throughput import add_throughput_arguments
+
+    add_throughput_arguments(parser)
+
+
+def _throughput(args: argparse.Namespace) -> int:
+    from app.bench.throughput import run_throughput
+
+    return run_throughput(args)
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -289,13 +289,3 @@ def run_throughput(args: argparse.Namespace) -> int:
             broker.stop()
         work.cleanup()
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m app.bench.throughput`` until the ``bench throughput`` verb is wired."""
-    parser = argparse.ArgumentParser(prog="python -m app.bench.throughput")
-    add_throughput_arguments(parser)
-    return run_throughput(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
