@@ -12,9 +12,14 @@ Streams come from one YAML file (``DPSTREAM_CONFIG``; the demo's default is
         release_timeout_s: 1.0      # extra wait for partitions that did not report a slot
         mechanism: {name: pba, noise: laplace, params: {}}
         levels:                     # the requirement levels users may choose
-          - {name: strict, w: 20, eps: 0.5}
-          - {name: relaxed, w: 10, eps: 1.0}
+          - {name: strict, w: 20, eps: 0.5, population: 9000}
+          - {name: relaxed, w: 10, eps: 1.0, population: 1000}
         default_level: strict       # optional; default: the strictest (smallest eps / w)
+
+A level's ``population`` is the public number of users expected at that level (default 1000).
+The personalized mechanisms' OBS uses it to pick the sampling threshold; it is never read from
+the data, because a threshold that depends on who is active in a slot would leak. A wrong
+figure costs accuracy, never privacy.
 
 Per-stream scalars can be overridden by environment variables
 ``DPSTREAM_STREAM_<ID>_<FIELD>`` (``<ID>`` upper-cased, non-alphanumerics as ``_``; ``<FIELD>``
@@ -84,6 +89,10 @@ class Secret:
         return hash(self._value)
 
 
+DEFAULT_POPULATION = 1000
+"""Users assumed at a level whose ``population`` is not configured (OBS input only)."""
+
+
 @dataclass(frozen=True)
 class Level:
     """A requirement level users may choose: ``eps``-DP over any ``w`` consecutive slots."""
@@ -91,6 +100,7 @@ class Level:
     name: str
     w: int
     eps: float
+    population: int = DEFAULT_POPULATION
 
     @property
     def group(self) -> Group:
@@ -253,7 +263,13 @@ def parse_stream(raw: Any, where: str, env: Mapping[str, str]) -> StreamConfig:
             group = Group(lv.get("w"), lv.get("eps"))  # type: ignore[arg-type]
         except DPError as exc:
             raise ConfigError(f"{where}.levels[{i}] ({lv['name']}): {exc}") from None
-        levels.append(Level(lv["name"], group.w, group.eps))
+        population = lv.get("population", DEFAULT_POPULATION)
+        if isinstance(population, bool) or not isinstance(population, int) or population < 0:
+            raise ConfigError(
+                f"{where}.levels[{i}] ({lv['name']}).population must be an integer >= 0, "
+                f"got {population!r}"
+            )
+        levels.append(Level(lv["name"], group.w, group.eps, population))
     if len({lv.name for lv in levels}) != len(levels):
         raise ConfigError(f"{where}.levels has duplicate names")
     default_name = raw.get("default_level")

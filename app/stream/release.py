@@ -207,7 +207,8 @@ class Releaser:
         else:
             counts = np.asarray(cur["counts"], dtype=np.int64).reshape(len(stream.levels), -1)
         started = time.perf_counter()
-        rel = mechanism.step(counts, keyed_rng(self.noise_key, sid, slot))
+        population = [lv.population for lv in stream.levels]  # public: never the slot's counts
+        rel = mechanism.step(counts, keyed_rng(self.noise_key, sid, slot), population)
         metrics.STEP_SECONDS.labels(sid, stream.mechanism).observe(time.perf_counter() - started)
         names = [lv.name for lv in stream.levels]
         start, end = slot * stream.slot_s, (slot + 1) * stream.slot_s

@@ -40,6 +40,10 @@ def test_environment_overrides_stream_fields():
         ),
         ("streams: [{id: s, d: 2, levels: [{name: a, w: 0, eps: 1}]}]", r"levels\[0\] \(a\)"),
         ("streams: [{id: s, d: 2, slot_s: -1, levels: [{name: a, w: 2, eps: 1}]}]", "slot_s"),
+        (
+            "streams: [{id: s, d: 2, levels: [{name: a, w: 2, eps: 1, population: -3}]}]",
+            r"levels\[0\] \(a\)\.population",
+        ),
     ],
 )
 def test_invalid_files_name_the_field(tmp_path, text, match):
