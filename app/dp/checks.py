@@ -103,7 +103,7 @@ def check_state_roundtrip(factory: Factory, rng: np.random.Generator) -> None:
     stream = random_stream(rng, 40, len(probe.groups), probe.d)
     seed = int(rng.integers(2**32))
     whole = run(factory(), stream, np.random.default_rng(seed))
-    for cut in (0, 1, 7, 23, 39):
+    for cut in range(len(stream) + 1):
         r = np.random.default_rng(seed)
         first = factory()
         head = run(first, stream[:cut], r)
