@@ -18,3 +18,12 @@ CASES = [
 @pytest.mark.parametrize(("name", "check"), CASES)
 def test_conformance(name, check):
     check(factory_for(get(name)), np.random.default_rng(20261122))
+
+
+def test_check_verb_runs_the_suite(capsys):
+    from app.cli import main
+
+    assert main(["check", "uniform"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ok   uniform:") == len(list(yield_checks("central")))
+    assert "0 failure(s)" in out
