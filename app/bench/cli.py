@@ -29,7 +29,15 @@ def register(sub: Any) -> None:
         description="Replay a dataset through mechanisms over eps x w x seeds; write "
         "results.csv and results.md.",
     )
-    bench.add_argument("--dataset", default="sin", help="dataset name (default: sin)")
+    bench.add_argument(
+        "--preset",
+        help="run a paper figure's grid: pwsm-eps, pwsm-w, ldp-ids-eps, ldp-ids-w, ldp-ids-cfpu "
+        "(other grid options are ignored, except --dataset, --jobs and --out)",
+    )
+    bench.add_argument("--quick", action="store_true", help="with --preset: the reduced grid")
+    bench.add_argument(
+        "--dataset", help="dataset name (default: sin, or the preset's: tdrive / lns / sin)"
+    )
     bench.add_argument("--mechanisms", type=_names, default=_names(CENTRAL))
     bench.add_argument("--eps", type=_floats, default=(0.6,), help="comma-separated eps grid")
     bench.add_argument("--w", type=_ints, default=(120,), help="comma-separated w grid")
@@ -41,7 +49,9 @@ def register(sub: Any) -> None:
     bench.add_argument("--users", type=int, help="override the dataset's number of users")
     bench.add_argument("--slots", type=int, help="override the dataset's number of slots")
     bench.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
-    bench.add_argument("--out", type=Path, default=Path("out/bench"), help="output folder")
+    bench.add_argument(
+        "--out", type=Path, help="output folder (default: out/bench, out/bench/<preset>-<dataset>)"
+    )
     bench.set_defaults(func=_grid)
     kinds = bench.add_subparsers(dest="bench_kind", metavar="KIND")
 
@@ -49,6 +59,20 @@ def register(sub: Any) -> None:
     cost.add_argument("--out", type=Path, default=Path("out/cost"))
     cost.add_argument("--quick", action="store_true", help="a reduced sweep, no replay")
     cost.set_defaults(func=_cost)
+
+    results = kinds.add_parser(
+        "results", help="run the paper presets and regenerate RESULTS.md (claims vs measured)"
+    )
+    results.add_argument("--quick", action="store_true", help="quick presets (minutes)")
+    results.add_argument("--reuse", action="store_true", help="reuse existing results.csv files")
+    results.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
+    results.add_argument("--out", type=Path, default=Path("out/results"), help="run folders")
+    results.add_argument("--cost-dir", type=Path, default=Path("out/cost"),
+                         help="cost benchmark folder (run if missing)")  # fmt: skip
+    results.add_argument("--write", type=Path, default=Path("RESULTS.md"), help="report path")
+    results.add_argument("--figures", type=Path, default=Path("docs/results"),
+                         help="where the report's PNGs are copied")  # fmt: skip
+    results.set_defaults(func=_results)
 
     throughput = kinds.add_parser(
         "throughput",
@@ -69,8 +93,37 @@ def register(sub: Any) -> None:
     replay.set_defaults(func=_replay)
 
 
+def _preset(args: argparse.Namespace) -> int:
+    from app.bench.presets import resolve, run_preset
+
+    preset = resolve(args.preset, dataset=args.dataset, quick=args.quick)
+    suffix = "-quick" if args.quick else ""
+    out = args.out or Path("out/bench") / f"{preset.name}-{preset.dataset}{suffix}"
+    print(preset.describe(), file=sys.stderr)
+    _, paths = run_preset(preset, out, jobs=args.jobs)
+    print(paths[1].read_text())
+    print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    return 0
+
+
+def _results(args: argparse.Namespace) -> int:
+    from app.bench.results import regenerate
+
+    path = regenerate(
+        args.write, args.out, args.figures, args.cost_dir,
+        quick=args.quick, reuse=args.reuse, jobs=args.jobs,
+    )  # fmt: skip
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def _grid(args: argparse.Namespace) -> int:
     from app.bench.grid import Grid, run_grid, write_results
+
+    if args.preset:
+        return _preset(args)
+    args.dataset = args.dataset or "sin"
+    args.out = args.out or Path("out/bench")
 
     options = {k: v for k, v in (("N", args.users), ("T", args.slots)) if v is not None}
     grid = Grid(
