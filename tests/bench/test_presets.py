@@ -1,0 +1,149 @@
+"""Presets resolve and reduce; one quick preset end to end; RESULTS.md verdicts on stub rows."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import replace
+
+import pytest
+
+from app.bench import presets, results
+from app.bench.presets import PRESETS, resolve, run_preset
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_resolves_on_each_dataset(name):
+    full = PRESETS[name]
+    for dataset in full.datasets:
+        p = resolve(name, dataset=dataset)
+        q = resolve(name, dataset=dataset, quick=True)
+        assert p.dataset == q.dataset == dataset and not p.quick and q.quick
+        assert len(p.seeds) >= 2 and q.seeds == (0,)
+        assert len(q.points()) <= len(p.points())
+        # one axis sweeps, the other is fixed (the papers' sweeps), except the CFPU table
+        if p.sweep == "eps":
+            assert len(p.w_values) == 1 and len(p.eps_values) >= 4
+        elif p.sweep == "w":
+            assert len(p.eps_values) == 1 and len(p.w_values) >= 4
+        for key in ("N", "T", "users", "slots"):  # quick never grows the data
+            if key in q.dataset_options and key in p.dataset_options:
+                assert q.dataset_options[key] < p.dataset_options[key]
+        assert set(q.mechanisms) == set(p.mechanisms)
+
+
+def test_quick_sizes_and_errors():
+    q = resolve("ldp-ids-eps", dataset="sin", quick=True)
+    assert q.dataset_options == {"users": 20_000, "slots": 200}
+    assert resolve("pwsm-eps").dataset == "tdrive"
+    with pytest.raises(ValueError, match="preset must be one of"):
+        resolve("pwsm-nope")
+    with pytest.raises(ValueError, match="runs on one of"):
+        resolve("ldp-ids-cfpu", dataset="lns")
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "mechanisms", "pngs"),
+    [
+        ("pwsm-eps", {"N": 300, "T": 150}, ("bd", "pbd"), {"amre_vs_eps.png"}),
+        ("ldp-ids-w", {"users": 2_000, "slots": 40}, ("lbu", "lpu"),
+         {"mre_vs_w.png", "cfpu_vs_w.png"}),
+        ("ldp-ids-cfpu", {"users": 2_000, "slots": 60}, ("lbu", "lpu"), {"cfpu.png"}),
+    ],
+)  # fmt: skip
+def test_quick_preset_end_to_end(tmp_path, name, options, mechanisms, pngs):
+    quick = resolve(name, dataset="sin", quick=True)
+    tiny = replace(quick, mechanisms=mechanisms, options={"sin": options})
+    rows, paths = run_preset(tiny, tmp_path, jobs=1, progress=False)
+    assert len(rows) == len(tiny.points()) * len(mechanisms)
+    assert {p.name for p in paths} == {"results.csv", "results.md"} | pngs
+    assert all(p.stat().st_size > 0 for p in paths)
+    with (tmp_path / "results.csv").open() as fh:
+        got = list(csv.DictReader(fh))
+    assert len(got) == len(rows) and {r["seed"] for r in got} == {"0"}
+    text = (tmp_path / "results.md").read_text()
+    assert name in text and "seeds [0]" in text and mechanisms[0] in text
+
+
+def _rows(dataset, sweep, values, seeds=(0, 1)):
+    """Stub rows: ``values[mechanism]`` is the measure at every point, scaled per point."""
+    points = [(e, 120) for e in (0.2, 0.6, 1.0)] if sweep == "eps" else [(0.6, 40), (0.6, 200)]
+    rows = []
+    for k, (e, w) in enumerate(points):
+        for m, v in values.items():
+            scale = (3 - k) if sweep == "eps" else (1 + k)  # falls in eps, rises in w
+            for s in seeds:
+                rows.append({"dataset": dataset, "mechanism": m, "eps": e, "w": w, "seed": s,
+                             "amre": v * scale, "mre": v * scale, "cfpu": v})  # fmt: skip
+    return rows
+
+
+def _done(rows_by_run):
+    return {
+        (name, ds): (resolve(name, dataset=ds), rows, 1.0) for (name, ds), rows in rows_by_run.items()
+    }
+
+
+def test_claims_verdicts_on_stub_rows():
+    done = _done({
+        ("pwsm-eps", "tdrive"): _rows("tdrive", "eps",
+                                      {"bd": 1000.0, "pbd": 300.0, "ba": 900.0, "pba": 950.0}),
+        ("pwsm-w", "tdrive"): _rows("tdrive", "w",
+                                    {"bd": 1000.0, "pbd": 1100.0, "ba": 900.0, "pba": 950.0}),
+        ("pwsm-eps", "sin"): _rows("sin", "eps",
+                                   {"bd": 1000.0, "pbd": 500.0, "ba": 400.0, "pba": 100.0}),
+    })  # fmt: skip
+    by_claim = {(c.ref, c.claim.split(":")[0]): c for c in results.claims(done)}
+    taxi_eps = by_claim[("1", "tdrive Fig. 10 (eps sweep, w=120)")]
+    assert taxi_eps.verdict == "agree" and "-70.0% AMRE" in taxi_eps.measured
+    taxi_w = by_claim[("2", "tdrive Fig. 11 (w sweep, eps=0.6)")]
+    assert taxi_w.verdict == "disagree" and "0/2 points" in taxi_w.measured
+    sin = by_claim[("4", "sin Fig. 10 (eps sweep, w=120)")]
+    assert sin.verdict == "partly" and "-75.0%" in sin.measured and sin.why  # 75% vs 27.7%
+    pbd_everywhere = next(c for c in results.claims(done) if c.claim.startswith("PBD beats BD"))
+    assert pbd_everywhere.verdict == "disagree" and "6/8 points" in pbd_everywhere.measured
+    assert next(c for c in results.claims(done) if c.ref == "7").verdict == "agree"
+
+
+def test_ldp_claims_and_render(tmp_path):
+    mre = {"lbu": 1.0, "lbd": 0.9, "lba": 0.8, "lsp": 0.05, "lpu": 0.3, "lpd": 0.2, "lpa": 0.1}
+    cfpu_rows = [
+        {"dataset": "sin", "mechanism": m, "eps": e, "w": w, "seed": 0, "mre": 0.1, "cfpu": v}
+        for (e, w), paper in results.TABLE2.items()
+        for m, v in {"lbu": 1.0, "lsp": 1 / w, "lpu": 1 / w,
+                     **{k: x[0] for k, x in paper.items()}}.items()
+    ]  # fmt: skip
+    wrows = [{**r, "eps": 1.0, "w": r["w"] // 6} for r in _rows("sin", "w", mre)]  # w 6 and 33
+    wrows += [{**r, "eps": 1.0, "w": 20} for r in _rows("sin", "w", mre) if r["w"] == 40]
+    done = _done({("ldp-ids-w", "sin"): wrows, ("ldp-ids-cfpu", "sin"): cfpu_rows})
+    items = results.claims(done)
+    ordering = next(c for c in items if c.claim.startswith("sin, eps = 1, w = 20"))
+    assert ordering.verdict == "agree" and ordering.measured.startswith("LSP 0.05 < LPA 0.1")
+    table2 = [c for c in items if c.ref == "H12"]
+    assert [c.verdict for c in table2] == ["agree", "agree"]
+    assert "exact 3/3" in table2[0].measured
+    text = results.render(done, items, figures=tmp_path / "fig", link_root=tmp_path,
+                          cost_lines=["cost here"], command="cmd", total_s=60.0)  # fmt: skip
+    assert "| H12 |" in text and "**agree**" in text and "cost here" in text
+    assert "not run" in text  # PWSM claims 6 and 8 are always listed
+
+
+def test_regenerate_writes_report_with_stub_runs(tmp_path):
+    cost = tmp_path / "cost"
+    cost.mkdir()
+    host = {"seed": 0, "cpus": 2, "load1": 1.0, "platform": "x", "python": "3", "numpy": "2"}
+    with (cost / "cost_slopes.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, ["mechanism", "axis", "slope", "slope_top", "holds", *host])
+        w.writeheader()
+        for axis in ("d", "m", "N"):
+            w.writerow({"mechanism": "bd", "axis": axis, "slope": 0.5, "slope_top": 0.6,
+                        "holds": True, **host})  # fmt: skip
+    rows = _rows("sin", "eps", {"bd": 1000.0, "pbd": 500.0, "ba": 400.0, "pba": 100.0})
+
+    def runner(out_root, **_):
+        return _done({("pwsm-eps", "sin"): rows})
+
+    path = results.regenerate(tmp_path / "R.md", tmp_path / "runs", "docs/results", cost,
+                              runner=runner)  # fmt: skip
+    text = path.read_text()
+    assert "| bd | 0.5 / 0.6 | 0.5 / 0.6 | 0.5 / 0.6 | yes |" in text
+    assert "sin Fig. 10" in text and presets.PRESETS["pwsm-eps"].figure in text
