@@ -78,9 +78,7 @@ def _rows(dataset, sweep, values, seeds=(0, 1)):
 
 
 def _done(rows_by_run):
-    return {
-        (name, ds): (resolve(name, dataset=ds), rows, 1.0) for (name, ds), rows in rows_by_run.items()
-    }
+    return {(n, ds): (resolve(n, dataset=ds), rows, 1.0) for (n, ds), rows in rows_by_run.items()}
 
 
 def test_claims_verdicts_on_stub_rows():
