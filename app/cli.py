@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-VERB_MODULES = ("app.bench.cli", "app.stream.cli", "app.conformance")
+VERB_MODULES = ("app.bench.cli", "app.stream.cli", "app.conformance", "app.client.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

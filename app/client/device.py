@@ -108,6 +108,24 @@ class Device:
         self, request: CollectionRequest, value: int, rng: np.random.Generator
     ) -> Report | None:
         """The report for ``request`` (None if not asked); refuse beyond the device's window."""
+        eps = self.admit(request, value)
+        if eps is None:
+            return None
+        me = self.enrollment
+        oracle = make(request.oracle[me.group], request.d, eps)
+        payload = oracle.payloads(oracle.perturb(np.array([int(value)]), rng))[0]
+        return Report(
+            request.mechanism, request.slot, request.round, me.user, me.group, oracle.name,
+            payload,
+        )  # fmt: skip
+
+    def admit(self, request: CollectionRequest, value: int) -> float | None:
+        """Steps 1-2 and the spending of step 3: the budget to perturb with, or None if not asked.
+
+        After it returns a budget the spending is recorded, so the caller must perturb and send
+        (:meth:`respond` does; :class:`~app.client.fleet.Fleet` perturbs many devices at once).
+        Raises :class:`ReportRefusedError` when the request does not fit the device's ledger.
+        """
         if not self.asked(request):
             return None
         me = self.enrollment
@@ -133,12 +151,7 @@ class Device:
                 f", asked {eps:.6g}, limit {me.eps:.6g}"
             )
         self.ledger.record(request.slot, units)  # spend before drawing
-        oracle = make(oracle_name, request.d, eps)
-        payload = oracle.payloads(oracle.perturb(np.array([int(value)]), rng))[0]
-        return Report(
-            request.mechanism, request.slot, request.round, me.user, me.group, oracle.name,
-            payload,
-        )  # fmt: skip
+        return eps
 
     def state_dict(self) -> dict[str, Any]:
         """The device's ledger as plain values (to persist across restarts)."""

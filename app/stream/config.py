@@ -16,6 +16,24 @@ Streams come from one YAML file (``DPSTREAM_CONFIG``; the demo's default is
           - {name: relaxed, w: 10, eps: 1.0, population: 1000}
         default_level: strict       # optional; default: the strictest (smallest eps / w)
 
+Local mode (``mode: local``; devices perturb, the service only aggregates reports)::
+
+      - id: app-usage
+        mode: local                 # central (default) | local
+        d: 16
+        slot_s: 300
+        round_s: 60                 # deadline of one collection round (at most 2 per slot)
+        release_timeout_s: 5        # extra wait for reports partitions after a round's deadline
+        mechanism:
+          name: lpa                 # a local mechanism: lbu lsp lpu lbd lba lpd lpa plbu
+          params: {users: 100000, oracle: grr}   # registered users (indices 0..users-1)
+        levels:                     # exactly one level, except plbu (one per group, and
+          - {name: standard, w: 20, eps: 1.0}    # `users` a list with one count per level)
+
+``grace_s`` and ``clock`` do not apply to local streams (slots follow the wall clock; reports
+are answers to requests, not timestamped events). Two rounds and their tallies must fit in a
+slot: ``2 * (round_s + release_timeout_s) < slot_s``.
+
 A level's ``population`` is the public number of users expected at that level (default 1000).
 The personalized mechanisms' OBS uses it to pick the sampling threshold; it is never read from
 the data, because a threshold that depends on who is active in a slot would leak. A wrong
@@ -23,7 +41,8 @@ figure costs accuracy, never privacy.
 
 Per-stream scalars can be overridden by environment variables
 ``DPSTREAM_STREAM_<ID>_<FIELD>`` (``<ID>`` upper-cased, non-alphanumerics as ``_``; ``<FIELD>``
-one of ``SLOT_S``, ``GRACE_S``, ``CLOCK``, ``RELEASE_TIMEOUT_S``, ``MECHANISM``, ``NOISE``).
+one of ``SLOT_S``, ``GRACE_S``, ``CLOCK``, ``RELEASE_TIMEOUT_S``, ``MECHANISM``, ``NOISE``,
+``ROUND_S``).
 Broker, state directory, metrics port, Kafka security and the noise key come only from the
 environment; secrets are typed :class:`Secret` and never printed.
 """
@@ -48,6 +67,7 @@ from app.stream.errors import ConfigError
 
 DEFAULT_STREAMS = Path(__file__).with_name("default_streams.yaml")
 CLOCKS = ("wall", "event")
+MODES = ("central", "local")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _OVERRIDABLE = {
     "SLOT_S": "slot_s",
@@ -56,6 +76,7 @@ _OVERRIDABLE = {
     "RELEASE_TIMEOUT_S": "release_timeout_s",
     "MECHANISM": "mechanism",
     "NOISE": "noise",
+    "ROUND_S": "round_s",
 }
 
 
@@ -122,6 +143,21 @@ class StreamConfig:
     params: Mapping[str, Any]
     levels: tuple[Level, ...]
     default_level: int
+    mode: str = "central"
+    round_s: float = 0.0
+    """Local mode: how long devices have to answer one collection request."""
+
+    @property
+    def local(self) -> bool:
+        return self.mode == "local"
+
+    @property
+    def users(self) -> int:
+        """Local mode: registered users (indices ``0 .. users - 1``); 0 for central streams."""
+        if not self.local:
+            return 0
+        u = self.params["users"]
+        return int(sum(u)) if isinstance(u, list | tuple) else int(u)
 
     @property
     def d(self) -> int:
@@ -133,6 +169,11 @@ class StreamConfig:
 
     def build_mechanism(self) -> Any:
         """A fresh mechanism for this stream, built through the registry."""
+        if self.local:
+            if self.mechanism == "plbu":
+                return create(self.mechanism, d=self.d, groups=list(self.groups), **self.params)
+            level = self.levels[0]
+            return create(self.mechanism, d=self.d, eps=level.eps, w=level.w, **self.params)
         return create(
             self.mechanism, d=self.d, groups=list(self.groups), noise=self.noise, **self.params
         )
@@ -216,7 +257,11 @@ def parse_stream(raw: Any, where: str, env: Mapping[str, str]) -> StreamConfig:
         mech_raw = {"name": mech_raw}
     if not isinstance(mech_raw, dict):
         raise ConfigError(f"{where}.mechanism must be a name or a mapping, got {mech_raw!r}")
+    mode = raw.get("mode", "central")
+    if mode not in MODES:
+        raise ConfigError(f"{where}.mode must be one of {MODES}, got {mode!r}")
     values: dict[str, Any] = {
+        "round_s": raw.get("round_s", 10.0),
         "slot_s": raw.get("slot_s", 60.0),
         "grace_s": raw.get("grace_s", 5.0),
         "clock": raw.get("clock", "wall"),
@@ -245,9 +290,11 @@ def parse_stream(raw: Any, where: str, env: Mapping[str, str]) -> StreamConfig:
     clock = str(values["clock"])
     if clock not in CLOCKS:
         raise ConfigError(f"{where}.clock must be one of {CLOCKS}, got {clock!r}")
-    if values["mechanism"] not in names("central"):
+    kind = "local" if mode == "local" else "central"
+    if values["mechanism"] not in names(kind):
         raise ConfigError(
-            f"{where}.mechanism.name must be one of {names('central')}, got {values['mechanism']!r}"
+            f"{where}.mechanism.name must be one of {names(kind)} in {mode} mode, "
+            f"got {values['mechanism']!r}"
         )
     params = mech_raw.get("params", {}) or {}
     if not isinstance(params, dict):
@@ -295,12 +342,43 @@ def parse_stream(raw: Any, where: str, env: Mapping[str, str]) -> StreamConfig:
         params=dict(params),
         levels=tuple(levels),
         default_level=default,
+        mode=mode,
+        round_s=_number(f"{where}.round_s", values["round_s"], 0.0, strict=True),
     )
+    if stream.local:
+        _check_local(stream, where)
     try:
         stream.build_mechanism()
     except (DPError, TypeError) as exc:
         raise ConfigError(f"{where}.mechanism: {exc}") from None
     return stream
+
+
+def _check_local(stream: StreamConfig, where: str) -> None:
+    """The local-mode rules the registry cannot check: users, levels, rounds within a slot."""
+    users = stream.params.get("users")
+    if stream.mechanism == "plbu":
+        if not isinstance(users, list) or len(users) != len(stream.levels):
+            raise ConfigError(
+                f"{where}.mechanism.params.users must list one user count per level for plbu, "
+                f"got {users!r}"
+            )
+    else:
+        if isinstance(users, bool) or not isinstance(users, int) or users < 1:
+            raise ConfigError(
+                f"{where}.mechanism.params.users (registered users) must be an int >= 1, "
+                f"got {users!r}"
+            )
+        if len(stream.levels) != 1:
+            raise ConfigError(
+                f"{where}.levels: {stream.mechanism} serves exactly one level (w, eps), "
+                f"got {len(stream.levels)}; use plbu for several"
+            )
+    if 2 * (stream.round_s + stream.release_timeout_s) >= stream.slot_s:
+        raise ConfigError(
+            f"{where}: two rounds must fit in a slot: 2 * (round_s {stream.round_s} + "
+            f"release_timeout_s {stream.release_timeout_s}) must be < slot_s {stream.slot_s}"
+        )
 
 
 def load_streams(path: Path, env: Mapping[str, str] | None = None) -> tuple[StreamConfig, ...]:

@@ -21,8 +21,14 @@ class Policy(Protocol):
     def __call__(self, exc: BadEvent, record: Any, logger: logging.Logger) -> None: ...
 
 
-def dead_letter_policy(send: Callable[[bytes | None, bytes], None]) -> Policy:
-    """The default policy; ``send(key, value)`` queues a record on the dead-letter topic."""
+def dead_letter_policy(
+    send: Callable[[bytes | None, bytes], None], outcomes: Any = metrics.EVENTS
+) -> Policy:
+    """The default policy; ``send(key, value)`` queues a record on the dead-letter topic.
+
+    ``outcomes`` is the counter whose ``("", "invalid")`` sample counts the record:
+    ``dpstream_events`` for events, ``dpstream_reports`` for local-mode reports.
+    """
 
     def policy(exc: BadEvent, record: Any, logger: logging.Logger) -> None:
         send(
@@ -32,7 +38,7 @@ def dead_letter_policy(send: Callable[[bytes | None, bytes], None]) -> Policy:
             ),
         )
         metrics.DEAD_LETTERS.labels(exc.reason).inc()
-        metrics.EVENTS.labels("", "invalid").inc()
+        outcomes.labels("", "invalid").inc()
         # The detail never carries a user's value, only what was wrong with the message.
         logger.warning(
             "dead-letter reason=%s topic=%s partition=%d offset=%d detail=%r",

@@ -160,3 +160,83 @@ def unpack(raw: bytes) -> dict[str, Any]:
     """Decode what :func:`pack` wrote."""
     out: dict[str, Any] = msgpack.unpackb(raw, raw=False, strict_map_key=False)
     return out
+
+
+# -- local mode ---------------------------------------------------------------------------------
+
+ROUND_INDEX = {"dissimilarity": 0, "publication": 1}
+"""Local mode: the two rounds of a slot, in order (``round`` field of requests and reports)."""
+
+
+def encode_request(
+    stream: StreamConfig, slot: int, deadline: float, request: dict[str, Any]
+) -> bytes:
+    """A ``collection-requests`` value: the mechanism's request for the stream's ``slot``."""
+    return pack(
+        {
+            "stream": stream.id,
+            "slot": slot,
+            "start": slot * stream.slot_s,
+            "end": (slot + 1) * stream.slot_s,
+            "deadline": deadline,
+            "users": stream.users,
+            "request": request,
+        }
+    )
+
+
+def decode_report(raw: bytes | None) -> tuple[str, int, int, int, int, list[int]]:
+    """``(stream, slot, round index, user, group, payload)`` of a ``reports`` value.
+
+    Only the shape is checked here; whether the user was asked, and whether the payload fits
+    the request's oracle, is the collector's business (:mod:`app.stream.tally`).
+    """
+    if raw is None:
+        raise BadEvent("undecodable", "null value")
+    try:
+        rep = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
+        raise BadEvent("undecodable", type(exc).__name__) from None
+    if type(rep) is not dict:
+        raise BadEvent("not_a_map", type(rep).__name__)
+    try:
+        stream, slot, rnd = rep["stream"], rep["slot"], rep["round"]
+        user, group, payload = rep["user"], rep["group"], rep["payload"]
+    except KeyError as exc:
+        raise BadEvent("missing_field", str(exc.args[0])) from None
+    if type(stream) is not str:
+        raise BadEvent("wrong_type", "stream must be a string")
+    r = ROUND_INDEX.get(rnd) if type(rnd) is str else None
+    if r is None:
+        raise BadEvent("wrong_type", "round must be dissimilarity or publication")
+    if type(slot) is not int or type(user) is not int or type(group) is not int:
+        raise BadEvent("wrong_type", "slot, user and group must be integers")
+    if type(payload) is not list or not all(type(x) is int for x in payload):
+        raise BadEvent("wrong_type", "payload must be a list of integers")
+    return stream, slot, r, user, group, payload
+
+
+def encode_tally(
+    stream: str,
+    slot: int,
+    rnd: str,
+    partition: int,
+    partitions: int,
+    support: list[int],
+    reports: list[int],
+    now: float,
+) -> bytes:
+    """Local mode: one reports partition's tally of one round (support counts, ``m x d``)."""
+    return msgpack.packb(
+        {
+            "kind": "tally",
+            "stream": stream,
+            "slot": slot,
+            "round": rnd,
+            "partition": partition,
+            "partitions": partitions,
+            "support": support,
+            "reports": reports,
+            "now": now,
+        }
+    )

@@ -16,6 +16,10 @@ A partial for a slot already released is counted as ``late`` and dropped.
 
 A stream's first release is the last slot closable at the moment the agent first hears of it;
 earlier partials (a first deployment reading old events) are late.
+
+Messages of ``mode: local`` streams (tallies and ticks from the reports service) go to
+:class:`~app.stream.local_release.LocalReleaser`, which shares the tables and the publishing
+coroutines.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import numpy as np
 from app import metrics
 from app.dp.noise import keyed_rng
 from app.stream.config import Settings, StreamConfig
+from app.stream.local_release import LocalReleaser
 from app.stream.records import decode_internal, pack, unpack
 from app.stream.topics import Topics
 
@@ -88,6 +93,9 @@ class Releaser:
         self.start_slot: dict[str, int] = {}
         self._cache: dict[str, _Cached] = {}
         self._reported: set[str] = set()
+        self.local = LocalReleaser(
+            settings, topics, ledger, slots, produce, persist, self.noise_key
+        )
 
     # -- entry point ----------------------------------------------------------------------------
     async def on_message(self, raw: bytes) -> None:
@@ -101,6 +109,9 @@ class Releaser:
             return
         now = float(msg["now"])
         self.now[sid] = max(self.now.get(sid, -math.inf), now)
+        if stream.local:
+            await self.local.on_message(stream, msg, self.now[sid])
+            return
         entry = self._entry(sid)
         if entry is not None and not entry["published"]:
             await self._publish(stream, entry)  # recovery: step 4 was interrupted

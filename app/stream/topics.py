@@ -121,6 +121,14 @@ class Topics:
     def partials(self) -> str:
         return self.name("partials")
 
+    @property
+    def collection_requests(self) -> str:
+        return self.name("collection-requests")
+
+    @property
+    def reports(self) -> str:
+        return self.name("reports")
+
 
 def load_topics(prefix: str = "", directory: Path | None = None) -> Topics:
     """Read every ``*.yaml`` under ``directory`` (``$DPSTREAM_TOPICS_DIR`` or ``topics/``)."""

@@ -5,7 +5,11 @@ One process runs three things on one event loop, stopped together on SIGTERM/SIG
 
 - :class:`~app.stream.http.HttpService`: ``/metrics``, ``/healthz``, ``/readyz``;
 - :class:`~app.stream.ingest.IngestService`: the collect stage, batch-consuming ``events``
-  below Faust's per-event stream (the hot path) and sending per-slot partials;
+  below Faust's per-event stream (the hot path) and sending per-slot partials (only when a
+  central stream is configured);
+- :class:`~app.stream.reports.ReportService`: the collect stage of ``mode: local`` streams,
+  reading ``collection-requests`` and batch-consuming ``reports`` into per-round tallies (only
+  when a local stream is configured);
 - the Faust app: the ``release`` agent consuming ``partials`` (keyed by stream, so one
   partition serves a stream), with the tables ``ledger`` (stream -> mechanism state and the
   last release) and ``slots`` (stream -> open slots' merged counts), both
@@ -21,6 +25,7 @@ the ledger protocol, not from transactions).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 from collections.abc import Iterator, MutableMapping
 from typing import Any
@@ -30,6 +35,7 @@ from app.stream.http import HttpService
 from app.stream.ingest import IngestService
 from app.stream.kafka import bootstrap, confluent_config, faust_credentials
 from app.stream.release import Releaser
+from app.stream.reports import ReportService
 from app.stream.topics import Topics, create_topics, load_topics
 
 log = logging.getLogger(__name__)
@@ -116,13 +122,28 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         async for event in stream.events():
             await releaser.on_message(event.value)
 
-    ingest = IngestService(settings, topics, group_id=f"{app_id}-collect")
+    collectors: list[Any] = []
+    central = tuple(s for s in settings.streams if not s.local)
+    if central:
+        collectors.append(
+            IngestService(
+                dataclasses.replace(settings, streams=central),
+                topics,
+                group_id=f"{app_id}-collect",
+            )
+        )
+    if len(central) < len(settings.streams):
+        collectors.append(ReportService(settings, topics, group_id=f"{app_id}-reports"))
 
     def ready() -> bool:
-        return ingest.consuming and agent_running["yes"] and not app.rebalancing
+        return (
+            all(c.consuming for c in collectors)
+            and agent_running["yes"]
+            and not app.rebalancing
+        )
 
     http = HttpService(settings.metrics_bind, settings.metrics_port, ready)
-    return app, [http, ingest]
+    return app, [http, *collectors]
 
 
 def ensure_topics(settings: Settings, topics: Topics) -> None:

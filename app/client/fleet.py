@@ -1,0 +1,84 @@
+"""Many devices answering one request together: the SDK's logic per device, numpy for the rest.
+
+:class:`Fleet` holds one :class:`~app.client.device.Device` per enrolled user. For a collection
+request, every device decides membership and checks and spends its own ledger through
+:meth:`Device.admit` (so a refusal is exactly the SDK's refusal); the devices admitted with the
+same oracle and budget are then perturbed in one vectorized draw, which has the same law as
+perturbing each one alone. Used by the device simulator (:mod:`app.client.simulator`).
+
+>>> import numpy as np
+>>> from app.dp.local import LPU
+>>> service = LPU(d=3, eps=1.0, w=2, users=8)
+>>> request = service.open_slot(np.random.default_rng(0))
+>>> fleet = Fleet([Enrollment(user=i, w=2, eps=1.0) for i in range(8)])
+>>> answer = fleet.respond(request, np.zeros(8, dtype=np.int64), np.random.default_rng(1))
+>>> [r.user for r in answer.reports], answer.refused
+([0, 2, 4, 6], [])
+>>> again = fleet.respond(request, np.zeros(8, dtype=np.int64), np.random.default_rng(2))
+>>> again.reports, again.refused
+([], [0, 2, 4, 6])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from app.client.device import Device, Enrollment, Report, ReportRefusedError
+from app.dp.local.base import CollectionRequest
+from app.dp.oracles import make
+
+
+@dataclass
+class Answer:
+    """What a fleet sent for one request, and who refused (user indices)."""
+
+    reports: list[Report] = field(default_factory=list)
+    refused: list[int] = field(default_factory=list)
+    no_value: int = 0
+
+
+class Fleet:
+    """Devices of one stream, indexed by their position; see the module docstring."""
+
+    def __init__(self, enrollments: Sequence[Enrollment]) -> None:
+        self.devices = [Device(e) for e in enrollments]
+
+    def respond(
+        self,
+        request: CollectionRequest,
+        values: npt.ArrayLike,
+        rng: np.random.Generator,
+    ) -> Answer:
+        """Every asked device's report; ``values[i]`` is device ``i``'s true value (< 0: none).
+
+        A device without a value this slot does not answer (and spends nothing).
+        """
+        v = np.asarray(values, dtype=np.int64)
+        out = Answer()
+        admitted: dict[tuple[int, float], list[int]] = {}
+        for i, device in enumerate(self.devices):
+            if not device.asked(request):
+                continue
+            if v[i] < 0:
+                out.no_value += 1
+                continue
+            try:
+                eps = device.admit(request, int(v[i]))
+            except ReportRefusedError:
+                out.refused.append(device.enrollment.user)
+                continue
+            if eps is not None:
+                admitted.setdefault((device.enrollment.group, eps), []).append(i)
+        for (group, eps), idx in admitted.items():
+            oracle = make(request.oracle[group], request.d, eps)
+            payloads = oracle.payloads(oracle.perturb(v[idx], rng))
+            for i, payload in zip(idx, payloads, strict=True):
+                out.reports.append(
+                    Report(request.mechanism, request.slot, request.round,
+                           self.devices[i].enrollment.user, group, oracle.name, payload)
+                )  # fmt: skip
+        return out

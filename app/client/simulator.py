@@ -1,0 +1,178 @@
+"""The device simulator: N devices of one local stream answering requests over Kafka.
+
+One process plays every device of a stream with a :class:`~app.client.fleet.Fleet` (the SDK's
+membership and ledger per device, vectorized perturbation). It reads ``collection-requests``
+from the start (manual assignment, no consumer group), ignores requests of other streams and
+requests whose deadline has passed, asks :class:`ValueSource` for every device's true value at
+the request's slot, and produces one ``reports`` record per report (key: the user index as
+decimal text; value: the report's fields plus ``stream``, msgpack). A device the service asks
+beyond its window refuses: nothing is sent, and the refusal is counted in :class:`Stats`.
+
+True values (``--values``):
+
+* ``synthetic:<law>`` (``sin``, ``log``, ``tlns``/``lns``): at the mechanism's slot ``t`` every
+  device holds 1 with probability ``p_t`` (the papers' binary streams,
+  :mod:`app.bench.synthetic`), else 0;
+* ``dataset:<name>`` (:func:`app.bench.datasets.load`): device ``i`` holds user ``i mod N``'s
+  value at slot ``(t - 1) mod T``; a device without a record in that slot does not answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import numpy as np
+import numpy.typing as npt
+
+from app.client.device import Enrollment
+from app.client.fleet import Fleet
+from app.dp.local.base import CollectionRequest
+
+log = logging.getLogger(__name__)
+
+SYNTHETIC_SLOTS = 100_000
+"""Slots of ``p_t`` precomputed for ``synthetic:<law>`` (the law repeats after them)."""
+
+
+class ValueSource:
+    """Every device's true value at a mechanism slot ``t`` (1-based); see the module docstring."""
+
+    def __init__(self, spec: str, devices: int, d: int, rng: np.random.Generator) -> None:
+        kind, _, name = spec.partition(":")
+        self.devices, self.rng = devices, rng
+        self._p: npt.NDArray[np.float64] | None = None
+        self._values: npt.NDArray[Any] | None = None
+        if kind == "synthetic":
+            from app.bench.synthetic import probabilities
+
+            self._p = probabilities(name or "sin", SYNTHETIC_SLOTS, rng)
+        elif kind == "dataset":
+            from app.bench.datasets import load
+
+            ds = load(name)
+            if ds.d != d:
+                raise ValueError(f"dataset {name!r} has d={ds.d}, the stream has d={d}")
+            self._values = ds.values
+        else:
+            raise ValueError(f"values must be synthetic:<law> or dataset:<name>, got {spec!r}")
+
+    def at(self, t: int) -> npt.NDArray[np.int64]:
+        """Values of devices ``0 .. devices-1`` at slot ``t`` (-1: no value)."""
+        if self._p is not None:
+            p = self._p[(t - 1) % self._p.shape[0]]
+            out: npt.NDArray[np.int64] = (self.rng.random(self.devices) < p).astype(np.int64)
+            return out
+        assert self._values is not None
+        row = self._values[(t - 1) % self._values.shape[0]]
+        return np.asarray(row[np.arange(self.devices) % row.shape[0]], dtype=np.int64)
+
+
+@dataclass
+class Stats:
+    """What the simulated devices did."""
+
+    requests: int = 0
+    expired: int = 0
+    reports: int = 0
+    refused: int = 0
+    no_value: int = 0
+
+    def line(self) -> str:
+        return (
+            f"requests={self.requests} expired={self.expired} reports={self.reports} "
+            f"refused={self.refused} no_value={self.no_value}"
+        )
+
+
+def enrollments(stream: Any, devices: int) -> list[Enrollment]:
+    """Users ``0 .. devices-1`` of a local stream, each with its level's ``(w, eps)`` and group.
+
+    For ``plbu`` the groups are contiguous index blocks of ``params.users`` (as the mechanism
+    assigns them); otherwise every user is in the stream's only level.
+    """
+    users = stream.params["users"]
+    sizes = list(users) if isinstance(users, list | tuple) else [int(users)]
+    edges = np.cumsum(sizes)
+    out = []
+    for i in range(devices):
+        g = int(np.searchsorted(edges, i, side="right"))
+        level = stream.levels[min(g, len(stream.levels) - 1)]
+        out.append(Enrollment(user=i, w=level.w, eps=level.eps, group=g))
+    return out
+
+
+def run_devices(
+    consumer_config: dict[str, Any],
+    requests_topic: str,
+    reports_topic: str,
+    stream: Any,
+    devices: int,
+    values: ValueSource,
+    stop: threading.Event,
+    rng: np.random.Generator,
+    stats: Stats | None = None,
+) -> Stats:
+    """Answer ``stream``'s requests with ``devices`` simulated devices until ``stop`` is set.
+
+    ``consumer_config`` is a librdkafka configuration (``bootstrap.servers`` and security).
+    """
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    if devices > stream.users:
+        raise ValueError(
+            f"devices ({devices}) must be at most the registered users ({stream.users})"
+        )
+    stats = stats if stats is not None else Stats()
+    fleet = Fleet(enrollments(stream, devices))
+    consumer = Consumer(
+        {
+            **consumer_config,
+            "group.id": "dpstream-devices",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,  # a round lasts seconds: see requests at once
+        }
+    )
+    producer = Producer(
+        {**consumer_config, "linger.ms": 5, "queue.buffering.max.messages": 1_000_000}
+    )
+    try:
+        meta = consumer.list_topics(requests_topic, timeout=10).topics[requests_topic]
+        consumer.assign([TopicPartition(requests_topic, p, 0) for p in meta.partitions])
+        while not stop.is_set():
+            msg = consumer.poll(0.1)
+            if msg is None or msg.error() or msg.value() is None:
+                continue
+            req = msgpack.unpackb(msg.value() or b"", raw=False)
+            if req.get("stream") != stream.id:
+                continue
+            if time.time() > float(req["deadline"]):
+                stats.expired += 1
+                continue
+            request = CollectionRequest.from_dict(req["request"])
+            stats.requests += 1
+            answer = fleet.respond(request, values.at(request.slot), rng)
+            for report in answer.reports:
+                body = report.to_dict()
+                body["stream"] = stream.id
+                producer.produce(reports_topic, key=str(report.user).encode(),
+                                 value=msgpack.packb(body))  # fmt: skip
+            producer.flush(30)
+            stats.reports += len(answer.reports)
+            stats.refused += len(answer.refused)
+            stats.no_value += answer.no_value
+            if answer.refused:
+                log.warning(
+                    "devices refused stream=%s slot=%d round=%s refused=%d",
+                    stream.id, request.slot, request.round, len(answer.refused),
+                )  # fmt: skip
+            log.info("answered stream=%s slot=%d round=%s reports=%d", stream.id, request.slot,
+                     request.round, len(answer.reports))  # fmt: skip
+    finally:
+        producer.flush(10)
+        consumer.close()
+    return stats
