@@ -328,12 +328,10 @@ def _streams_docs() -> list[tuple[str, dict]]:
 def test_shipped_streams_files_load_with_the_worker_config(
     name: str, doc: dict, tmp_path: Path
 ) -> None:
-    from app.stream.config import StreamConfig, load_streams
+    from app.stream.config import load_streams
 
-    local = any(s.get("mode") == "local" for s in doc["streams"])
-    if local and "mode" not in StreamConfig.__dataclass_fields__:
-        pytest.xfail("the worker's streams loader has no local mode yet (app/stream/config.py)")
     path = tmp_path / "streams.yaml"
     path.write_text(yaml.safe_dump(doc))
     streams = load_streams(path, env={})
     assert [s.id for s in streams] == [s["id"] for s in doc["streams"]]
+    assert [s.mode for s in streams] == [s.get("mode", "central") for s in doc["streams"]]

@@ -1,0 +1,57 @@
+"""Local streams in the streams file: schema, mechanism built through the registry, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.dp.local import LPA, PLBU
+from app.stream.config import load_streams
+from app.stream.errors import ConfigError
+
+BASE = """
+streams:
+  - id: u
+    mode: local
+    d: 4
+    slot_s: 60
+    round_s: 10
+    mechanism: {{name: {name}, params: {params}}}
+    levels: {levels}
+"""
+ONE = "[{name: std, w: 5, eps: 1.0}]"
+
+
+def load(tmp_path, name="lpa", params="{users: 1000, oracle: grr}", levels=ONE, env=None):
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE.format(name=name, params=params, levels=levels))
+    return load_streams(path, env=env or {})
+
+
+def test_a_local_stream_builds_its_mechanism(tmp_path):
+    [s] = load(tmp_path)
+    assert s.local and s.users == 1000 and s.round_s == 10.0
+    m = s.build_mechanism()
+    assert isinstance(m, LPA) and (m.eps, m.w, m.users, m.oracle) == (1.0, 5, 1000, "grr")
+
+
+def test_plbu_takes_one_user_count_per_level(tmp_path):
+    levels = "[{name: a, w: 5, eps: 1.0}, {name: b, w: 2, eps: 2.0}]"
+    [s] = load(tmp_path, "plbu", "{users: [300, 700]}", levels)
+    assert isinstance(s.build_mechanism(), PLBU) and s.users == 1000
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "levels", "env", "match"),
+    [
+        ("pba", "{users: 10}", ONE, None, "mechanism.name must be one of"),
+        ("lpa", "{oracle: grr}", ONE, None, "registered users"),
+        ("lpa", "{users: 10}", "[{name: a, w: 5, eps: 1}, {name: b, w: 2, eps: 2}]", None,
+         "exactly one level"),
+        ("plbu", "{users: 10}", ONE, None, "one user count per level"),
+        ("lpa", "{users: 10}", ONE, {"DPSTREAM_STREAM_U_ROUND_S": "40"}, "two rounds must fit"),
+        ("lpa", "{users: 10, oracle: nope}", ONE, None, "oracle"),
+    ],
+)
+def test_bad_local_streams_name_the_field(tmp_path, name, params, levels, env, match):
+    with pytest.raises(ConfigError, match=match):
+        load(tmp_path, name, params, levels, env)

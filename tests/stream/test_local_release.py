@@ -1,0 +1,111 @@
+"""The local slot protocol on in-memory tables: request persisted before sent, rounds, releases."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgpack
+
+from app.dp.local.base import CollectionRequest
+from app.stream.config import load_settings
+from app.stream.records import encode_tally, encode_tick
+from app.stream.release import Releaser
+from app.stream.topics import load_topics
+
+YAML = """
+streams:
+  - id: loc
+    mode: local
+    labels: [a, b]
+    slot_s: 10
+    round_s: 2
+    release_timeout_s: 1
+    mechanism: {name: lpa, params: {users: 60, oracle: grr}}
+    levels: [{name: only, w: 3, eps: 1.0}]
+"""
+
+
+class Boom(Exception):
+    pass
+
+
+def make(tmp_path, ledger, slots, sent, fail_on=None):
+    path = tmp_path / "s.yaml"
+    path.write_text(YAML)
+    settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    topics = load_topics()
+
+    async def produce(topic, key, value):
+        if topic == fail_on:
+            raise Boom
+        if topic == topics.collection_requests:
+            # The request is in the ledger (and persisted) before it leaves.
+            entry = msgpack.unpackb(ledger["loc"])
+            assert entry["request"] == value and entry["sent"] is False
+        sent.append((topic, value))
+
+    async def persist():
+        return None
+
+    return Releaser(settings, topics, ledger, slots, produce, persist)
+
+
+def run(r, raw):
+    asyncio.run(r.on_message(raw))
+
+
+def requests(sent):
+    return [msgpack.unpackb(v) for t, v in sent if t == "collection-requests"]
+
+
+def test_one_release_per_slot_with_rounds_closed_by_tallies_or_deadline(tmp_path):
+    ledger, slots, sent = {}, {}, []
+    r = make(tmp_path, ledger, slots, sent)
+    run(r, encode_tick("loc", 95.0))  # first slot: 10 (starts at 100)
+    assert requests(sent) == []
+    run(r, encode_tick("loc", 100.1))
+    [req] = requests(sent)
+    assert (req["slot"], req["deadline"], req["request"]["round"]) == (10, 102.1, "dissimilarity")
+    cr = CollectionRequest.from_dict(req["request"])
+    asked = sum(cr.asks(u) for u in range(60))
+    # Both reports partitions send their tally: the round closes at once.
+    for p, support in ((0, [asked // 2, 0]), (1, [asked - asked // 2, 0])):
+        n = asked // 2 if p == 0 else asked - asked // 2
+        run(r, encode_tally("loc", cr.slot, cr.round, p, 2, support, [n], 102.2))
+    reqs = requests(sent)
+    rels = [msgpack.unpackb(v) for t, v in sent if t == "releases"]
+    assert len(reqs) + len(rels) == 2  # a publication round, or the slot released already
+    # Slots 11 and 12 pass without any tally: rounds time out, every slot is released once.
+    for now in (103.5, 105.0, 110.1, 113.5, 120.1, 123.5, 130.0):
+        run(r, encode_tick("loc", now))
+    rels = [msgpack.unpackb(v) for t, v in sent if t == "releases"]
+    assert [x["slot"] for x in rels] == [10, 11, 12]
+    assert all(len(x["histogram"]) == 2 for x in rels)
+    assert msgpack.unpackb(ledger["loc"])["next_slot"] == 13
+
+
+def test_crash_after_persisting_a_request_resends_the_same_bytes(tmp_path):
+    ledger, slots, sent = {}, {}, []
+    r = make(tmp_path, ledger, slots, sent, fail_on="collection-requests")
+    run(r, encode_tick("loc", 95.0))
+    try:
+        run(r, encode_tick("loc", 100.1))
+    except Boom:
+        pass
+    stored = msgpack.unpackb(ledger["loc"])["request"]
+    assert stored is not None and sent == []
+    # The restarted agent (fresh object, same tables) re-sends the stored request, not a new plan.
+    r2 = make(tmp_path, ledger, slots, sent)
+    run(r2, encode_tick("loc", 100.6))
+    assert [v for t, v in sent if t == "collection-requests"] == [stored]
+    assert msgpack.unpackb(ledger["loc"])["sent"] is True
+
+
+def test_a_missed_slot_is_stepped_without_requests(tmp_path):
+    ledger, slots, sent = {}, {}, []
+    r = make(tmp_path, ledger, slots, sent)
+    run(r, encode_tick("loc", 95.0))
+    run(r, encode_tick("loc", 109.0))  # less than round_s left in slot 10
+    assert requests(sent) == []
+    rels = [msgpack.unpackb(v) for t, v in sent if t == "releases"]
+    assert [(x["slot"], x["fresh"]) for x in rels] == [(10, False)]
