@@ -1,4 +1,4 @@
-"""Service verbs: ``dpstream worker``, ``topics create``, ``ledger show``, ``demo``.
+"""Service verbs: ``dpstream worker``, ``topics create``, ``ledger show``, ``demo``, ``produce``.
 
 Each handler returns an exit code: 0 success, 2 invalid configuration, 1 other failures.
 Heavy imports (Faust, Kafka clients) happen inside the handlers.
@@ -82,6 +82,16 @@ def _demo(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
 
 
+def _produce(args: argparse.Namespace) -> int:
+    from app.stream.demo import produce_events
+
+    try:
+        return produce_events(args)
+    except ServiceError as exc:
+        print(f"dpstream produce: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
 def register(subparsers: Any) -> None:
     """Add the service verbs to the ``dpstream`` parser."""
     config_help = "streams YAML (default: $DPSTREAM_CONFIG, else the packaged demo file)"
@@ -116,4 +126,22 @@ def register(subparsers: Any) -> None:
     p.add_argument("--rate", type=float, default=200.0, help="synthetic events per second")
     p.add_argument("--users", type=int, default=500, help="synthetic users")
     p.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")
+    p.add_argument(
+        "--mode",
+        choices=("central", "local"),
+        default="central",
+        help="central: synthetic events; local: simulated devices answering collection "
+        "requests (default streams: app/stream/local_streams.yaml)",
+    )
     p.set_defaults(func=_demo)
+
+    p = subparsers.add_parser(
+        "produce",
+        help="synthetic events for the central streams of the configuration (broker and "
+        "topics from DPSTREAM_*); SIGTERM or Ctrl-C stops it",
+    )
+    p.add_argument("--config", type=Path, help=config_help)
+    p.add_argument("--rate", type=float, default=200.0, help="events per second per stream")
+    p.add_argument("--users", type=int, default=500, help="synthetic users")
+    p.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")
+    p.set_defaults(func=_produce)

