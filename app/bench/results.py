@@ -395,6 +395,8 @@ def pwsm_claims(
     # claim 7
     good = n = 0
     detail = []
+    rises: list[float] = []
+    detail_w = ""
     for (preset, ds), run in runs.items():
         if not preset.startswith("pwsm"):
             continue
@@ -405,12 +407,18 @@ def pwsm_claims(
             good += ok
             if not ok:
                 detail.append(f"{m.upper()} on {ds} ({sweep})")
+            if sweep == "w":
+                rises.append(math.log(vals[-1]) - math.log(vals[0]))
+    if rises:
+        detail_w = f"; over the w sweep ln AMRE rises by {sum(rises) / len(rises):.1f} on average"
     if n:
         add(
             "7",
             "AMRE decreases in eps and rises gently in w",
             "all curves",
-            f"{good}/{n} curves monotone" + (f"; not: {', '.join(detail)}" if detail else ""),
+            f"{good}/{n} curves monotone"
+            + (f"; not: {', '.join(detail)}" if detail else "")
+            + detail_w,
             "agree" if good == n else "partly" if good >= n * 3 // 4 else "disagree",
             ""
             if good == n
