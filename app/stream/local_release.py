@@ -4,8 +4,10 @@
 central :class:`~app.stream.release.Releaser` hands their messages over). It works on the same
 two mappings (``ledger`` and ``slots``: stream id -> msgpack bytes) and the same ``produce`` /
 ``persist`` coroutines, so it runs on dicts in ``tests/stream`` and on the RocksDB tables in the
-worker. Its clock is the ``now`` of the ticks and tallies the reports service sends several
-times per round (wall time).
+worker. Its clock is the wall clock (:attr:`LocalReleaser.clock`), never behind the ``now`` of
+the ticks and tallies the reports service sends several times per round: those wake the agent,
+but after a restart Faust first reads a backlog of old ticks, whose times would send requests
+with deadlines already past.
 
 Slots follow the wall clock: slot ``s`` covers ``[s slot_s, (s + 1) slot_s)``. The mechanism
 numbers its own slots ``1, 2, ...`` (``t``, the slot devices put in their ledgers); the ledger
@@ -71,6 +73,8 @@ class LocalReleaser:
         self.noise_key = noise_key
         self.start_slot: dict[str, int] = {}
         self._cache: dict[str, tuple[int, Any]] = {}
+        self.clock = time.time
+        """The wall clock (tests replace it)."""
 
     # -- entry point ----------------------------------------------------------------------------
     async def on_message(self, stream: StreamConfig, msg: dict[str, Any], now: float) -> None:
@@ -80,7 +84,7 @@ class LocalReleaser:
             await self._recover(stream, entry)
         if msg.get("kind") == "tally":
             self._merge(stream, entry, msg)
-        await self.run_slot(stream, now)
+        await self.run_slot(stream, max(now, self.clock()))
 
     # -- state --------------------------------------------------------------------------------
     def _entry(self, sid: str) -> dict[str, Any] | None:
