@@ -110,7 +110,11 @@ class EmbeddedBroker:
         ]
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         try:
-            self.process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
+            # A session of its own: a terminal's Ctrl-C must not stop the broker before the
+            # worker that uses it has shut down (whoever started it stops it).
+            self.process = subprocess.Popen(  # noqa: S603 - the packaged tansu binary
+                cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
         finally:
             if self.log_path:
                 out.close()  # type: ignore[union-attr]
