@@ -115,6 +115,8 @@ def plot_bars(
     ax.set_xticklabels([f"ε={e:g}, w={w}" for e, w in points])
     if log_y:
         ax.set_yscale("log")
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high * 6)  # room for the legend above the bars
     ax.set_ylabel(LABELS.get(measure, measure))
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, ncol=4)
