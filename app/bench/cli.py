@@ -29,8 +29,11 @@ def register(sub: Any) -> None:
         description="Replay a dataset through mechanisms over eps x w x seeds; write "
         "results.csv and results.md.",
     )
+    from app.bench.presets import names as preset_names
+
     bench.add_argument(
         "--preset",
+        choices=preset_names(),
         help="run a paper figure's grid: pwsm-eps, pwsm-w, ldp-ids-eps, ldp-ids-w, ldp-ids-cfpu "
         "(other grid options are ignored, except --dataset, --jobs and --out)",
     )
@@ -96,7 +99,11 @@ def register(sub: Any) -> None:
 def _preset(args: argparse.Namespace) -> int:
     from app.bench.presets import resolve, run_preset
 
-    preset = resolve(args.preset, dataset=args.dataset, quick=args.quick)
+    try:
+        preset = resolve(args.preset, dataset=args.dataset, quick=args.quick)
+    except ValueError as exc:
+        print(f"dpstream bench: error: {exc}", file=sys.stderr)
+        return 2
     suffix = "-quick" if args.quick else ""
     out = args.out or Path("out/bench") / f"{preset.name}-{preset.dataset}{suffix}"
     print(preset.describe(), file=sys.stderr)
