@@ -861,7 +861,7 @@ def render(
         f"Summary: {counts['agree']} agree, {counts['partly']} partly, {counts['disagree']} "
         f"disagree, {counts['not run']} not run.",
         "",
-        "## PWSM (Liu et al.; spec seed-000 §6.6)",
+        "## PWSM (Du et al., PVLDB 2025; spec seed-000 §6.6)",
         "",
         "AMRE is the paper's Eq. 15 (a per-cell squared error); percentages are the mean over the "
         "sweep points of 1 - AMRE_new / AMRE_base, as in spec §6.4. Taxi = the 600-taxi T-Drive "
