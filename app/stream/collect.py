@@ -118,9 +118,18 @@ class Collector:
         return new
 
     # -- events -------------------------------------------------------------------------------
-    def add(self, partition: int, offset: int, raw: bytes | None, wall_now: float) -> None:
-        """Count one ``events`` value; :class:`BadEvent` for an unusable one."""
+    def add(
+        self, partition: int, offset: int, key: bytes | None, raw: bytes | None, wall_now: float
+    ) -> None:
+        """Count one ``events`` record; :class:`BadEvent` for an unusable one.
+
+        The record's key must be its user: "one value per user per slot" is enforced per
+        partition, so it bounds a user's contribution only if all of the user's events land in
+        one partition. An event keyed otherwise could be counted once per partition.
+        """
         sid, user, ts, value = decode_event(raw, self.domains)
+        if key != user.encode():
+            raise BadEvent("key_mismatch", "the message key must be the event's user")
         stream = self.streams[sid]
         if stream.clock == "wall":
             if ts > wall_now + max(MAX_FUTURE_S, 2 * stream.slot_s):
@@ -137,11 +146,11 @@ class Collector:
         if group is None:
             self.outcomes[sid, "level_change"] += 1
             return
-        key = (sid, slot)
-        bucket = part.buckets.get(key)
+        open_slot = (sid, slot)
+        bucket = part.buckets.get(open_slot)
         if bucket is None:
-            bucket = part.buckets[key] = {}
-            part.min_offset[key] = offset
+            bucket = part.buckets[open_slot] = {}
+            part.min_offset[open_slot] = offset
         if user in bucket:
             self.outcomes[sid, "duplicate"] += 1
             return

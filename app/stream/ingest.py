@@ -156,7 +156,7 @@ class IngestService(Service):
                 add = collector.add
                 for rec in records:
                     try:
-                        add(p, rec.offset, rec.value, wall)
+                        add(p, rec.offset, rec.key, rec.value, wall)
                     except BadEvent as exc:
                         policy(exc, rec, log)
             if not self.consuming:

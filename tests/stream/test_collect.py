@@ -40,7 +40,7 @@ def test_one_value_per_user_per_slot_counts_per_group(collector):
     for off, (user, ts, value) in enumerate(
         [("u", 101, 0), ("u", 105, 2), ("v", 102, "b"), ("w", 111, 1)]
     ):
-        collector.add(0, off, ev(user, ts, value), wall_now=112)
+        collector.add(0, off, user.encode(), ev(user, ts, value), wall_now=112)
     assert collector.commit_offset(0, 4) == 0
     partials = collector.flush(wall_now=120.5)  # slot 11 (110-120) + grace 1 is not due
     assert [(p.slot, p.counts) for p in partials] == [(10, [1, 0, 0, 0, 1, 0])]
@@ -50,7 +50,7 @@ def test_one_value_per_user_per_slot_counts_per_group(collector):
 
 def test_late_events_are_counted_and_dropped(collector):
     collector.flush(wall_now=120.5)
-    collector.add(0, 0, ev("u", 105, 0), wall_now=122)
+    collector.add(0, 0, b"u", ev("u", 105, 0), wall_now=122)
     assert collector.take_outcomes() == {("s", "late"): 1}
 
 
@@ -63,7 +63,7 @@ def test_empty_slots_still_produce_partials(collector):
 def test_level_change_blocks_max_w_slots(collector):
     collector.set_preference("u", "loose", 100.0)  # from default strict (w=4) at slot 10
     for off, slot in enumerate([9, 10, 13, 14]):
-        collector.add(0, off, ev("u", slot * 10 + 1, 0), wall_now=150)
+        collector.add(0, off, b"u", ev("u", slot * 10 + 1, 0), wall_now=150)
     assert collector.take_outcomes() == {("s", "accepted"): 2, ("s", "level_change"): 2}
     groups = {k[1]: next(iter(b.values())) // 3 for k, b in collector.partitions[0].buckets.items()}
     assert groups == {9: 0, 14: 1}
@@ -80,9 +80,20 @@ def test_level_change_blocks_max_w_slots(collector):
         (msgpack.packb({"stream": "s", "user": "u", "ts": 1.0, "value": "z"}), "out_of_domain"),
         (msgpack.packb({"stream": "s", "user": "u", "ts": "1", "value": 0}), "wrong_type"),
         (msgpack.packb({"stream": "s", "user": "u", "ts": 1e9, "value": 0}), "bad_time"),
+        (msgpack.packb({"stream": "s", "user": "v", "ts": 1.0, "value": 0}), "key_mismatch"),
     ],
 )
 def test_bad_events_raise_with_a_reason(collector, value, reason):
     with pytest.raises(BadEvent) as info:
-        collector.add(0, 0, value, wall_now=100)
+        collector.add(0, 0, b"u", value, wall_now=100)
     assert info.value.reason == reason
+
+
+@pytest.mark.parametrize("key", [None, b"someone-else", b"u "])
+def test_an_event_keyed_by_another_user_is_refused(collector, key):
+    """Keys are partitions: a user's events under several keys could be counted once per
+    partition in the same slot, so only events keyed by their own user are counted."""
+    with pytest.raises(BadEvent) as info:
+        collector.add(0, 0, key, ev("u", 105, 0), wall_now=106)
+    assert info.value.reason == "key_mismatch"
+    assert collector.take_outcomes() == {}
