@@ -34,7 +34,8 @@ def register(sub: Any) -> None:
     bench.add_argument(
         "--preset",
         choices=preset_names(),
-        help="run a paper figure's grid: pwsm-eps, pwsm-w, ldp-ids-eps, ldp-ids-w, ldp-ids-cfpu "
+        help="run a paper figure's grid: pwsm-eps, pwsm-w, pwsm-ratio-eps, pwsm-ratio-w, "
+        "ldp-ids-eps, ldp-ids-w, ldp-ids-cfpu "
         "(other grid options are ignored, except --dataset, --jobs and --out)",
     )
     bench.add_argument("--quick", action="store_true", help="with --preset: the reduced grid")

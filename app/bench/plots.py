@@ -1,10 +1,10 @@
-"""Plots in the style of the papers' figures: error against eps or w, one line per mechanism.
+"""Plots in the style of the papers' figures: error against eps, w or o, one line per mechanism.
 
-PWSM Figs. 10-11 plot ln(AMRE); LDP-IDS Figs. 4-5 plot MRE on a log axis. Both are drawn here as
-the measure on a log y axis (a log axis of AMRE reads like a linear axis of ln AMRE), with the
-mean over seeds as the line and the seed range as a shaded band. Every figure's title names the
-dataset and preset, and its footer the seeds and the dataset options. matplotlib runs on the
-Agg backend (no display needed).
+PWSM Figs. 10-13 plot ln(AMRE) (Figs. 12-13 against the ratio o of the two-group runs); LDP-IDS
+Figs. 4-5 plot MRE on a log axis. Both are drawn here as the measure on a log y axis (a log axis
+of AMRE reads like a linear axis of ln AMRE), with the mean over seeds as the line and the seed
+range as a shaded band. Every figure's title names the dataset and preset, and its footer the
+seeds and the dataset options. matplotlib runs on the Agg backend (no display needed).
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ LABELS = {
     "mre": "MRE (log scale)",
     "cfpu": "CFPU (reports per user per slot)",
 }
+
+
+RATIO_LABELS = {"two-eps": "ε = 1.0", "two-w": "w = 40"}
+"""The special group of each two-group setting (:mod:`app.bench.grid`), for the x label."""
 
 
 def _pyplot() -> Any:
@@ -57,8 +61,10 @@ def plot_sweep(
     footer: str,
     log_y: bool = True,
     mechanisms: Sequence[str] | None = None,
+    xlabel: str | None = None,
 ) -> Path:
-    """``measure`` against ``x`` (``"eps"`` or ``"w"``), one line per mechanism; write a PNG."""
+    """``measure`` against ``x`` (``"eps"``, ``"w"`` or ``"ratio"``), one line per mechanism;
+    write a PNG."""
     plt = _pyplot()
     data = _by_mechanism(rows, x, measure)
     order = [m for m in (mechanisms or data) if m in data]
@@ -72,7 +78,7 @@ def plot_sweep(
         ax.fill_between(xs, lo, hi, alpha=0.15)
     if log_y:
         ax.set_yscale("log")
-    ax.set_xlabel("ε" if x == "eps" else "w")
+    ax.set_xlabel(xlabel or {"eps": "ε", "w": "w", "ratio": "o"}.get(x, x))
     ax.set_ylabel(LABELS.get(measure, measure))
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
@@ -141,10 +147,15 @@ def plot_preset(rows: Sequence[dict[str, Any]], out_dir: str | Path, preset: Pre
                       footer=footer, log_y=preset.log_y, mechanisms=preset.mechanisms)
         ]  # fmt: skip
     fixed = f"w = {preset.w_values[0]}" if preset.sweep == "eps" else f"ε = {preset.eps_values[0]}"
+    xlabel = None
+    if preset.sweep == "ratio":
+        fixed = f"others ε = {preset.eps_values[0]}, w = {preset.w_values[0]}"
+        special = RATIO_LABELS.get(preset.setting, preset.setting)
+        xlabel = f"o = share of users with {special}"
     measures = [preset.measure] + (["cfpu"] if preset.kind == "local" else [])
     return [
         plot_sweep(rows, out / f"{m}_vs_{preset.sweep}.png", x=preset.sweep, measure=m,
                    title=f"{title}, {fixed}", footer=footer, log_y=preset.log_y,
-                   mechanisms=preset.mechanisms)
+                   mechanisms=preset.mechanisms, xlabel=xlabel)
         for m in measures
     ]  # fmt: skip

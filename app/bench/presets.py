@@ -11,6 +11,8 @@ name            paper   figure                      sweep
 =============== ======= =========================== =====================================
 pwsm-eps        PWSM    Fig. 10 (ln AMRE vs eps)    eps 0.2..1.0 at w = 120
 pwsm-w          PWSM    Fig. 11 (ln AMRE vs w)      w 40..200 at eps = 0.6
+pwsm-ratio-eps  PWSM    Fig. 12 (ln AMRE vs o)      o 0.1..0.9 of users at eps 1.0, rest 0.6
+pwsm-ratio-w    PWSM    Fig. 13 (ln AMRE vs o)      o 0.1..0.9 of users at w 40, rest 120
 ldp-ids-eps     LDP-IDS Fig. 4 (MRE vs eps)         eps 0.5..3 at w = 20
 ldp-ids-w       LDP-IDS Fig. 5 (MRE vs w)           w 10..50 at eps = 1
 ldp-ids-cfpu    LDP-IDS Table 2 (CFPU)              eps {1, 2} x w {20, 40}
@@ -18,7 +20,11 @@ ldp-ids-cfpu    LDP-IDS Table 2 (CFPU)              eps {1, 2} x w {20, 40}
 
 Grids follow the specs: PWSM Table 3 (spec seed-000 §6.2, user types §6.3); LDP-IDS §7.4 (its
 proposed eps and w grids, the paper printing none; eps 2.5 and 1.5 are left out to fit the
-time budget). PLBU, the PWSM figures' local baseline, is not in the central grid.
+time budget). PLBU, the PWSM figures' local baseline, runs in ``pwsm-eps`` and ``pwsm-w`` on the
+same per-user values and requirement groups as PBD/PBA (:mod:`app.bench.grid`; its frequencies
+scaled by N to counts). The ratio presets (PWSM §5.5, spec §6.3) sweep ``o``, the share of users
+in the special group (two-group settings of :mod:`app.bench.grid`; 10 types, so o = 0.1..0.9 is
+exactly ``round(n o)`` users in order); BD and BA run at (0.6, 120).
 
 >>> p = resolve("pwsm-eps", dataset="sin", quick=True)
 >>> p.dataset, p.seeds, p.eps_values, p.w_values, p.dataset_options["N"]
@@ -36,9 +42,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRESETS", "Preset", "names", "resolve", "run_preset", "summarize", "write_tables"]
+__all__ = [
+    "PRESETS",
+    "Preset",
+    "names",
+    "resolve",
+    "run_preset",
+    "summarize",
+    "sweep_means",
+    "write_tables",
+]
 
-PWSM_MECHANISMS = ("uniform", "sample", "bd", "ba", "pbd", "pba")
+PWSM_MECHANISMS = ("uniform", "sample", "bd", "ba", "pbd", "pba", "plbu")
+RATIO_MECHANISMS = ("bd", "ba", "pbd", "pba")
+RATIOS = (0.1, 0.3, 0.5, 0.7, 0.9)
 LDP_MECHANISMS = ("lbu", "lbd", "lba", "lsp", "lpu", "lpd", "lpa")
 PWSM_DATASETS = ("tdrive", "tlns", "sin", "log")
 LDP_DATASETS = ("lns", "sin", "log", "tdrive")
@@ -69,6 +86,7 @@ class Reduction:
     eps_values: tuple[float, ...] | None = None
     w_values: tuple[int, ...] | None = None
     dataset_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    ratios: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +95,9 @@ class Preset:
 
     ``kind`` is ``"central"`` (run by :func:`app.bench.grid.run_grid`, measure AMRE) or
     ``"local"`` (run by :func:`app.bench.ldp_ids.run_points`, measures MRE and CFPU).
-    ``sweep`` names the plotted x axis: ``"eps"``, ``"w"`` or ``"points"`` (CFPU table).
+    ``sweep`` names the plotted x axis: ``"eps"``, ``"w"``, ``"ratio"`` (the share ``o`` of
+    users in the special group of the two-group ``setting``, over ``ratios``) or ``"points"``
+    (CFPU table).
     """
 
     name: str
@@ -96,6 +116,8 @@ class Preset:
     options: Mapping[str, Mapping[str, Any]]
     reduction: Reduction
     quick: bool = False
+    setting: str = "types"
+    ratios: tuple[float, ...] = ()
 
     @property
     def dataset_options(self) -> dict[str, Any]:
@@ -106,13 +128,19 @@ class Preset:
         """Every ``(eps, w)`` of the grid, in sweep order."""
         return [(e, w) for e in self.eps_values for w in self.w_values]
 
+    def sweep_text(self) -> str:
+        """The grid in words: ``eps [..] x w [..]`` and, for ratio sweeps, the ratios."""
+        text = f"eps {list(self.eps_values)} x w {list(self.w_values)}"
+        if self.sweep == "ratio":
+            text += f" x o {list(self.ratios)} ({self.setting})"
+        return text
+
     def describe(self) -> str:
         """One line: paper, figure, dataset, sweep, seeds."""
         q = " (quick)" if self.quick else ""
         return (
-            f"{self.name}{q}: {self.paper} {self.figure} on {self.dataset}, eps "
-            f"{list(self.eps_values)} x w {list(self.w_values)}, seeds {list(self.seeds)}, "
-            f"options {self.dataset_options}"
+            f"{self.name}{q}: {self.paper} {self.figure} on {self.dataset}, "
+            f"{self.sweep_text()}, seeds {list(self.seeds)}, options {self.dataset_options}"
         )
 
 
@@ -126,6 +154,18 @@ PRESETS: dict[str, Preset] = {
         "pwsm-w", "PWSM", "Fig. 11", "central", "w", "amre", True, PWSM_MECHANISMS,
         (0.6,), (40, 80, 120, 160, 200), (0, 1, 2), PWSM_DATASETS, "tdrive",
         _PWSM_OPTIONS, Reduction((0,), None, (40, 120, 200), _PWSM_QUICK),
+    ),
+    "pwsm-ratio-eps": Preset(
+        "pwsm-ratio-eps", "PWSM", "Fig. 12", "central", "ratio", "amre", True, RATIO_MECHANISMS,
+        (0.6,), (120,), (0, 1, 2), PWSM_DATASETS, "tdrive",
+        _PWSM_OPTIONS, Reduction((0,), None, None, _PWSM_QUICK, (0.1, 0.5, 0.9)),
+        setting="two-eps", ratios=RATIOS,
+    ),
+    "pwsm-ratio-w": Preset(
+        "pwsm-ratio-w", "PWSM", "Fig. 13", "central", "ratio", "amre", True, RATIO_MECHANISMS,
+        (0.6,), (120,), (0, 1, 2), PWSM_DATASETS, "tdrive",
+        _PWSM_OPTIONS, Reduction((0,), None, None, _PWSM_QUICK, (0.1, 0.5, 0.9)),
+        setting="two-w", ratios=RATIOS,
     ),
     "ldp-ids-eps": Preset(
         "ldp-ids-eps", "LDP-IDS", "Fig. 4", "local", "eps", "mre", True, LDP_MECHANISMS,
@@ -149,8 +189,9 @@ PRESETS: dict[str, Preset] = {
 def names() -> list[str]:
     """Preset names.
 
-    >>> names()
-    ['ldp-ids-cfpu', 'ldp-ids-eps', 'ldp-ids-w', 'pwsm-eps', 'pwsm-w']
+    >>> names()  # doctest: +NORMALIZE_WHITESPACE
+    ['ldp-ids-cfpu', 'ldp-ids-eps', 'ldp-ids-w', 'pwsm-eps', 'pwsm-ratio-eps', 'pwsm-ratio-w',
+     'pwsm-w']
     """
     return sorted(PRESETS)
 
@@ -182,6 +223,7 @@ def resolve(name: str, dataset: str | None = None, quick: bool = False) -> Prese
         seeds=r.seeds,
         eps_values=r.eps_values or preset.eps_values,
         w_values=r.w_values or preset.w_values,
+        ratios=r.ratios or preset.ratios,
         options=merged,
         quick=True,
     )
@@ -191,7 +233,7 @@ def run_rows(
     preset: Preset, jobs: int | None = None, progress: bool = True
 ) -> list[dict[str, Any]]:
     """Run ``preset`` and return its rows (every row has ``dataset``, ``eps``, ``w``,
-    ``mechanism``, ``seed`` and the preset's ``measure``)."""
+    ``mechanism``, ``seed`` and the preset's ``measure``; ratio sweeps also ``ratio``)."""
     if preset.kind == "central":
         from app.bench.grid import Grid, run_grid
 
@@ -201,6 +243,8 @@ def run_rows(
             eps_values=preset.eps_values,
             w_values=preset.w_values,
             seeds=preset.seeds,
+            setting=preset.setting,
+            ratios=preset.ratios,
             dataset_options=preset.dataset_options,
         )
         return run_grid(grid, jobs=jobs, progress=progress)
@@ -243,9 +287,21 @@ def summarize(
     rows: list[dict[str, Any]], measure: str
 ) -> dict[tuple[float, int, str], tuple[float, float, int]]:
     """``(eps, w, mechanism) -> (mean, sample std, seeds)`` of ``measure`` over seeds."""
-    acc: dict[tuple[float, int, str], list[float]] = defaultdict(list)
+    return {
+        (float(k[0]), int(k[1]), str(k[2])): v
+        for k, v in sweep_means(rows, measure, ("eps", "w")).items()
+    }
+
+
+def sweep_means(
+    rows: list[dict[str, Any]], measure: str, keys: tuple[str, ...]
+) -> dict[tuple[Any, ...], tuple[float, float, int]]:
+    """``(*row[keys], mechanism) -> (mean, sample std, seeds)`` of ``measure`` over seeds; e.g.
+    ``keys=("ratio",)`` for a ratio sweep (``eps`` and ``w`` are fixed there)."""
+    acc: dict[tuple[Any, ...], list[float]] = defaultdict(list)
     for r in rows:
-        acc[(float(r["eps"]), int(r["w"]), str(r["mechanism"]))].append(float(r[measure]))
+        point = tuple(int(r[k]) if k == "w" else float(r[k]) for k in keys)
+        acc[(*point, str(r["mechanism"]))].append(float(r[measure]))
     out = {}
     for key, v in acc.items():
         mean = sum(v) / len(v)
@@ -254,19 +310,23 @@ def summarize(
     return out
 
 
-def _table(rows: list[dict[str, Any]], measure: str, mechanisms: tuple[str, ...]) -> list[str]:
-    means = summarize(rows, measure)
-    points = list(dict.fromkeys((float(r["eps"]), int(r["w"])) for r in rows))
+def _table(
+    rows: list[dict[str, Any]], measure: str, mechanisms: tuple[str, ...], ratio: bool = False
+) -> list[str]:
+    keys = ("ratio", "eps", "w") if ratio else ("eps", "w")
+    means = sweep_means(rows, measure, keys)
+    points = list(dict.fromkeys(k[:-1] for k in means))
     lines = [
-        "| eps | w | " + " | ".join(mechanisms) + " |",
-        "|---|---|" + "---|" * len(mechanisms),
-    ]
-    for e, w in points:
+        "| " + " | ".join("o" if k == "ratio" else k for k in keys) + " | "
+        + " | ".join(mechanisms) + " |",
+        "|" + "---|" * (len(keys) + len(mechanisms)),
+    ]  # fmt: skip
+    for point in points:
         cells = []
         for m in mechanisms:
-            mean, std, _ = means.get((e, w, m), (math.nan, math.nan, 0))
+            mean, std, _ = means.get((*point, m), (math.nan, math.nan, 0))
             cells.append(f"{mean:.4g} ± {std:.2g}")
-        lines.append(f"| {e} | {w} | " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(str(x) for x in point) + " | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -291,6 +351,6 @@ def write_tables(
     ]
     for measure in measures:
         lines += [f"## mean {measure.upper()} ± std over seeds {list(preset.seeds)}", ""]
-        lines += _table(rows, measure, preset.mechanisms) + [""]
+        lines += _table(rows, measure, preset.mechanisms, preset.sweep == "ratio") + [""]
     md_path.write_text("\n".join(lines))
     return [csv_path, md_path]

@@ -18,22 +18,32 @@ import platform
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from app.bench.presets import Preset, resolve, run_preset, summarize
+from app.bench.presets import (
+    Preset,
+    resolve,
+    run_preset,
+    run_rows,
+    summarize,
+    sweep_means,
+    write_tables,
+)
 
 __all__ = ["RUNS", "Claim", "claims", "regenerate", "render", "run_all"]
 
 RUNS: tuple[tuple[str, str], ...] = (
     *((p, d) for p in ("pwsm-eps", "pwsm-w") for d in ("tdrive", "tlns", "sin", "log")),
+    *((p, d) for p in ("pwsm-ratio-eps", "pwsm-ratio-w") for d in ("tdrive", "tlns", "sin", "log")),
     *((p, d) for p in ("ldp-ids-eps", "ldp-ids-w") for d in ("lns", "sin", "log", "tdrive")),
     *(("ldp-ids-cfpu", d) for d in ("sin", "log", "tdrive")),
 )
 """Every (preset, dataset) run that RESULTS.md reads."""
 
-NUMERIC = ("eps", "amre", "ln_amre", "mre", "mae", "cfpu", "fresh", "step_us", "run_s")
+NUMERIC = ("eps", "ratio", "amre", "ln_amre", "mre", "mae", "cfpu", "fresh", "step_us", "run_s")
 INTEGER = ("w", "seed", "users", "slots", "d", "publications")
 
 Rows = list[dict[str, Any]]
@@ -63,7 +73,10 @@ def run_all(
 ) -> dict[tuple[str, str], tuple[Preset, Rows, float]]:
     """Run (or reuse) every run; ``(preset, dataset) -> (preset, rows, wall seconds)``.
 
-    Wall times go to ``<out_root>/runs.json`` so a reuse still reports them.
+    Wall times go to ``<out_root>/runs.json`` so a reuse still reports them. A reused run whose
+    ``results.csv`` lacks some of the preset's mechanisms (a mechanism added to the preset since)
+    runs only those, on the same seeds and sweep points, and merges them in; its wall time is
+    the sum of both runs.
     """
     root = Path(out_root)
     root.mkdir(parents=True, exist_ok=True)
@@ -78,6 +91,15 @@ def run_all(
             from app.bench.plots import plot_preset
 
             rows = _read_csv(folder / "results.csv")
+            have = {str(r["mechanism"]) for r in rows}
+            missing = tuple(m for m in preset.mechanisms if m not in have)
+            if missing:
+                began = time.perf_counter()
+                extra = run_rows(replace(preset, mechanisms=missing), jobs=jobs, progress=progress)
+                walls[key] = round(walls.get(key, 0.0) + time.perf_counter() - began, 1)
+                log_path.write_text(json.dumps(walls, indent=1))
+                rows = rows + extra
+                write_tables(rows, folder, preset, walls[key])
             plot_preset(rows, folder, preset)  # redraw: figures follow the plotting code
         else:
             began = time.perf_counter()
@@ -245,12 +267,17 @@ def _taxi_why(runs: Runs, fresh: Runs, floor: float | None) -> str:
 
 
 def pwsm_claims(
-    runs: Runs, fresh: Runs | None = None, floors: dict[str, float] | None = None
+    runs: Runs,
+    fresh: Runs | None = None,
+    floors: dict[str, float] | None = None,
+    ratio_runs: dict[tuple[str, str], RatioMeans] | None = None,
+    populations: dict[str, int] | None = None,
 ) -> list[Claim]:
     """PWSM spec seed-000 §6.6, claims 1-8, on the runs available.
 
-    ``fresh`` (mean share of published slots) and ``floors`` (AMRE of an all-zero release, per
-    dataset) only feed the explanations.
+    ``runs`` are the eps and w sweeps, ``ratio_runs`` the two-group ratio sweeps (claim 8).
+    ``fresh`` (mean share of published slots), ``floors`` (AMRE of an all-zero release, per
+    dataset) and ``populations`` (users per dataset) only feed the explanations.
     """
     out: list[Claim] = []
     taxi_why = _taxi_why(runs, fresh or {}, (floors or {}).get("tdrive"))
@@ -388,14 +415,7 @@ def pwsm_claims(
             "agree" if ok else "disagree",
             why,
         )
-    add(
-        "6",
-        "PLBU is the worst method except on TLNS",
-        "Figs. 10-11",
-        "not run",
-        "not run",
-        "PLBU is a local mechanism (reconstructed, A29); the central grid does not run it",
-    )
+    out.append(plbu_claim(runs))
     # claim 7
     good = n = 0
     detail = []
@@ -431,14 +451,133 @@ def pwsm_claims(
             "AMRE depends on when they happen to publish more than on eps or w; elsewhere "
             "seed noise (3 seeds)",
         )
-    add(
-        "8",
-        "Two-group runs: AMRE flat for o <= 0.7, drops at o = 0.9",
-        "Figs. 12-13",
-        "not run",
-        "not run",
-        "no ratio preset yet (the lead measured o = 0.5 only)",
+    out += ratio_claims(ratio_runs or {}, populations or {})
+    return out
+
+
+RatioMeans = dict[tuple[Any, ...], tuple[float, float, int]]
+"""``(o, mechanism) -> (mean, std, seeds)`` of a ratio run (:func:`presets.sweep_means`)."""
+
+RATIO_SETTINGS = {
+    # preset -> (figure, special group, DC budgets eps_g / (2 w_g) of the default and the special)
+    "pwsm-ratio-eps": ("Fig. 12", "eps = 1.0", (Fraction(6, 10) / 240, Fraction(1) / 240)),
+    "pwsm-ratio-w": ("Fig. 13", "w = 40", (Fraction(6, 10) / 240, Fraction(6, 10) / 80)),
+}
+FLAT_LN = 0.4
+"""Claim 8: the curve is flat for o <= 0.7 if its ln AMRE spans at most this (x1.5)."""
+DROP_LN = 0.4
+"""Claim 8: a sharp drop at o = 0.9 is ln AMRE(0.7) - ln AMRE(0.9) of at least this."""
+
+
+def obs_switch(budgets: tuple[Fraction, Fraction], n: int) -> float:
+    """The smallest share ``o`` of ``n`` users holding the larger budget at which OBS (Alg. 1)
+    picks it as the DC sampling threshold (spec §6.5, derived: 0.887 / 0.921 at n = 10,000)."""
+    from app.dp.personalized import obs
+
+    low, high = budgets
+    for k in range(n + 1):
+        if obs([low, high], [n - k, k])[0] == high:
+            return k / n
+    return math.inf
+
+
+def plbu_claim(runs: Runs) -> Claim:
+    """Claim 6: PLBU worst of the PWSM figures' methods on every dataset except TLNS."""
+    worst: dict[str, list[int]] = {}
+    gaps: list[float] = []
+    for (preset, ds), run in runs.items():
+        if preset not in ("pwsm-eps", "pwsm-w") or not any(k[2] == "plbu" for k in run):
+            continue
+        for e, w in _points(run):
+            plbu = _mean(run, e, w, "plbu")
+            top = max(_mean(run, e, w, m) for m in PAPER_MECHS)
+            tally = worst.setdefault(ds, [0, 0])
+            tally[0] += plbu > top
+            tally[1] += 1
+            gaps.append(math.log(plbu) - math.log(top))
+    claim, paper = "PLBU is the worst method on every dataset except TLNS", "Figs. 10-11"
+    if not worst:
+        why = "PLBU is a local mechanism (reconstructed, A29); no run with it in the output folder"
+        return Claim("PWSM", "6", claim, paper, "not run", "not run", why)
+    others = [v for ds, v in worst.items() if ds != "tlns"]
+    hit, total = sum(v[0] for v in others), sum(v[1] for v in others)
+    tlns = worst.get("tlns", [0, 0])
+    parts = [f"{ds} {v[0]}/{v[1]}" for ds, v in worst.items()]
+    measured = (
+        f"PLBU worst (of BD, BA, PBD, PBA, PLBU) at: {', '.join(parts)} points (both sweeps); "
+        f"its ln AMRE is {min(gaps):.1f} to {max(gaps):.1f} above the worst central method's"
     )
+    if hit == total and tlns[0] == 0:
+        verdict = "agree"
+    elif hit == total or hit > total // 2:
+        verdict = "partly"
+    else:
+        verdict = "disagree"
+    from app.dp.oracles import GRR
+
+    n = 10_000
+    var = GRR(2, 0.6 / 120).mean_variance(n) * n**2  # a count's variance, one group (0.6, 120)
+    why = (
+        "PLBU runs offline through run_local on the per-user values (GRR at eps_g/w_g per slot, "
+        "the types' groups; its frequencies x N give counts, spec §2.11). Its error is GRR's "
+        "variance, which for d = 2 barely depends on the data: about N q(1-q)/(p-q)^2 per cell, "
+        f"ln {math.log(var):.1f} at N = 10,000 and one group (0.6, 120), against ln ~11 for BA; "
+        "on Taxi (d = 100) GRR is noisier still"
+    )
+    if tlns[1] and tlns[0]:
+        why += (
+            "; so PLBU is the worst on TLNS too: the paper gives no reason for its exception, "
+            "which would need a central method above PLBU's noise on TLNS (its TLNS has p0 = 0.5, "
+            "A23, and its BA/PBA never nullify, A28)"
+        )
+    return Claim("PWSM", "6", claim, paper, measured, verdict, "" if verdict == "agree" else why)
+
+
+def ratio_claims(
+    ratio_runs: dict[tuple[str, str], RatioMeans], populations: dict[str, int]
+) -> list[Claim]:
+    """Claim 8, one row per ratio preset: flat for o <= 0.7 and a sharp drop at o = 0.9."""
+    out = []
+    for preset, (fig, special, budgets) in RATIO_SETTINGS.items():
+        mine = {ds: r for (p, ds), r in ratio_runs.items() if p == preset}
+        claim = (
+            f"{fig}, two groups (share o with {special}): PBD, PBA flat for o <= 0.7, "
+            "sharp drop at o = 0.9"
+        )
+        paper = "flat to o = 0.7, drop at 0.9 (OBS switch)"
+        if not mine:
+            out.append(Claim("PWSM", "8", claim, paper, "not run", "not run"))
+            continue
+        good, total, details = 0, 0, []
+        for ds, r in mine.items():
+            ratios = sorted({k[0] for k in r})
+            if 0.9 not in ratios or 0.7 not in ratios:
+                continue
+            cells = []
+            for m in ("pbd", "pba"):
+                ln = {o: math.log(r[(o, m)][0]) for o in ratios if (o, m) in r}
+                low = [v for o, v in ln.items() if o <= 0.7]
+                flat = max(low) - min(low) <= FLAT_LN
+                drop = ln[0.7] - ln[0.9]
+                total += 1
+                good += flat and drop >= DROP_LN
+                cells.append(
+                    f"{m.upper()} {'flat' if flat else 'not flat'} "
+                    f"(span {max(low) - min(low):.2f}), drop {drop:.2f}"
+                )
+            details.append(f"{ds}: " + ", ".join(cells))
+        switches = {ds: obs_switch(budgets, populations[ds]) for ds in mine if ds in populations}
+        measured = (
+            f"{good}/{total} curves flat (ln span <= {FLAT_LN}) then dropping (ln drop "
+            f"0.7 -> 0.9 >= {DROP_LN}); " + "; ".join(details)
+        )
+        verdict = "agree" if good == total else "partly" if good else "disagree"
+        why = ""
+        if switches:
+            why = "derived OBS switch of the DC threshold: " + ", ".join(
+                f"{ds} (N = {populations[ds]}) o* = {o:.3f}" for ds, o in switches.items()
+            )
+        out.append(Claim("PWSM", "8", claim, paper, measured, verdict, why))
     return out
 
 
@@ -672,20 +811,54 @@ def zero_release_amre(preset: Preset) -> float:
     return float((counts.astype(np.float64) ** 2).mean())
 
 
+def population(preset: Preset) -> int:
+    """Users in the preset's data (seed 0)."""
+    from app.bench.datasets import load
+
+    return int(load(preset.dataset, **preset.dataset_options).values.shape[1])
+
+
+def ratio_table(done: dict[tuple[str, str], tuple[Preset, Rows, float]]) -> list[str]:
+    """ln AMRE of PBD and PBA per ratio o, one line per (ratio preset, dataset, mechanism)."""
+    lines: list[str] = []
+    for (name, ds), (p, rows, _) in done.items():
+        if p.sweep != "ratio" or not rows:
+            continue
+        means = sweep_means(rows, "amre", ("ratio",))
+        ratios = sorted({k[0] for k in means})
+        if not lines:
+            lines = [
+                "| run | mechanism | " + " | ".join(f"o = {o:g}" for o in ratios) + " |",
+                "|---|---|" + "---|" * len(ratios),
+            ]
+        for m in ("pbd", "pba"):
+            cells = [f"{math.log(means[(o, m)][0]):.2f}" if (o, m) in means else "" for o in ratios]
+            lines.append(f"| `{name}` on {ds} | {m.upper()} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def claims(
     done: dict[tuple[str, str], tuple[Preset, Rows, float]],
     floors: dict[str, float] | None = None,
+    populations: dict[str, int] | None = None,
 ) -> list[Claim]:
-    """Every claim, PWSM first, from the runs' rows (``floors``: see :func:`pwsm_claims`)."""
-    amre = {k: summarize(rows, "amre") for k, (p, rows, _) in done.items() if p.kind == "central"}
+    """Every claim, PWSM first, from the runs' rows (``floors``, ``populations``: see
+    :func:`pwsm_claims`)."""
+    sweeps = {k: v for k, v in done.items() if v[0].kind == "central" and v[0].sweep != "ratio"}
+    amre = {k: summarize(rows, "amre") for k, (p, rows, _) in sweeps.items()}
     fresh = {
         k: summarize(rows, "fresh")
+        for k, (p, rows, _) in sweeps.items()
+        if rows and "fresh" in rows[0]
+    }
+    ratio = {
+        k: sweep_means(rows, "amre", ("ratio",))
         for k, (p, rows, _) in done.items()
-        if p.kind == "central" and rows and "fresh" in rows[0]
+        if p.sweep == "ratio"
     }
     mre = {k: summarize(rows, "mre") for k, (p, rows, _) in done.items() if p.kind == "local"}
     cfpu = {k: summarize(rows, "cfpu") for k, (p, rows, _) in done.items() if p.kind == "local"}
-    pwsm = sorted(pwsm_claims(amre, fresh, floors), key=lambda c: c.ref)
+    pwsm = sorted(pwsm_claims(amre, fresh, floors, ratio, populations), key=lambda c: c.ref)
     return pwsm + ldp_claims(mre, cfpu)
 
 
@@ -718,7 +891,7 @@ def _sizes(done: dict[tuple[str, str], tuple[Preset, Rows, float]]) -> list[str]
         "|---|---|---|---|---|---|",
     ]
     for (name, ds), (p, _, wall) in done.items():
-        sweep = f"eps {list(p.eps_values)} x w {list(p.w_values)}"
+        sweep = p.sweep_text()
         opts = p.dataset_options or "defaults"
         lines.append(
             f"| `{name}` on {ds} | {p.paper} {p.figure} | {sweep} | {list(p.seeds)} | "
@@ -790,7 +963,7 @@ def _best_lines(
     """Which mechanism (of all the preset ran, baselines included) is lowest, per run."""
     lines = []
     for (name, ds), (p, rows, _) in done.items():
-        if p.kind != kind or p.sweep == "points" or not rows:
+        if p.kind != kind or p.sweep in ("points", "ratio") or not rows:
             continue
         means = summarize(rows, measure)
         best = _best(means, [m for m in p.mechanisms if any(k[2] == m for k in means)])
@@ -866,11 +1039,18 @@ def render(
         "AMRE is the paper's Eq. 15 (a per-cell squared error); percentages are the mean over the "
         "sweep points of 1 - AMRE_new / AMRE_base, as in spec §6.4. Taxi = the 600-taxi T-Drive "
         "sample (10 x 10 grid, 1-minute slots, T = 8,889); synthetic streams at the paper's "
-        "N = T = 10,000; users in 10 types drawing (eps_i, w_i) from the grid (§6.3).",
+        "N = T = 10,000; users in 10 types drawing (eps_i, w_i) from the grid (§6.3). PLBU (the "
+        "figures' local baseline, reconstructed per spec §2.11, A29) runs offline through "
+        "`run_local` on the same per-user values with the types' requirement groups (GRR at "
+        "eps_g/w_g per slot); it releases frequencies, scaled by N to counts for its AMRE. The "
+        "ratio runs (Figs. 12-13) put the first round(10 o) of the 10 types (a share o of users) "
+        "in the special group; BD and BA run at (0.6, 120), so their curves are flat by "
+        "construction.",
         "",
         *claims_table([c for c in items if c.paper == "PWSM"]),
         "",
         *_best_lines(done, "central", "amre"),
+        *_ratio_section(done),
         "## LDP-IDS (Ren et al., SIGMOD 2022; spec seed-004 §7.8)",
         "",
         "MRE with floor 1e-3 on frequencies (spec §7.5); synthetic streams at the paper's "
@@ -903,10 +1083,20 @@ def render(
     return "\n".join(lines) + "\n"
 
 
+def _ratio_section(done: dict[tuple[str, str], tuple[Preset, Rows, float]]) -> list[str]:
+    table = ratio_table(done)
+    if not table:
+        return []
+    head = "ln AMRE (mean over seeds) of the two-group ratio runs, claim 8:"
+    return [head, "", *table, ""]
+
+
 HEADLINE_FIGURES = (
     ("pwsm-eps", "tdrive"),
     ("pwsm-w", "tdrive"),
     ("pwsm-eps", "sin"),
+    ("pwsm-ratio-eps", "sin"),
+    ("pwsm-ratio-w", "sin"),
     ("ldp-ids-eps", "sin"),
     ("ldp-ids-w", "sin"),
     ("ldp-ids-cfpu", "sin"),
@@ -962,9 +1152,10 @@ def regenerate(
         for (_, ds), (p, _, _) in done.items()
         if ds == "tdrive" and p.kind == "central"
     }
+    populations = {ds: population(p) for (_, ds), (p, _, _) in done.items() if p.sweep == "ratio"}
     text = render(
         done,
-        claims(done, floors),
+        claims(done, floors, populations),
         figures=figs,
         link_root=link_root,
         cost_lines=cost_section(cost, figs / "cost", link_root),

@@ -145,3 +145,94 @@ def test_regenerate_writes_report_with_stub_runs(tmp_path):
     text = path.read_text()
     assert "| bd | 0.5 / 0.6 | 0.5 / 0.6 | 0.5 / 0.6 | yes |" in text
     assert "sin Fig. 10" in text and presets.PRESETS["pwsm-eps"].figure in text
+
+
+def test_ratio_presets_and_plbu_in_the_pwsm_sweeps():
+    for name, setting in (("pwsm-ratio-eps", "two-eps"), ("pwsm-ratio-w", "two-w")):
+        p, q = resolve(name, dataset="sin"), resolve(name, dataset="sin", quick=True)
+        assert (p.sweep, p.setting, p.eps_values, p.w_values) == ("ratio", setting, (0.6,), (120,))
+        assert p.ratios == (0.1, 0.3, 0.5, 0.7, 0.9) and q.ratios == (0.1, 0.5, 0.9)
+        assert p.mechanisms == ("bd", "ba", "pbd", "pba") and "o [0.1, 0.5, 0.9]" in q.describe()
+    assert all("plbu" in PRESETS[n].mechanisms for n in ("pwsm-eps", "pwsm-w"))
+
+
+def test_ratio_axis_end_to_end(tmp_path):
+    quick = resolve("pwsm-ratio-eps", dataset="sin", quick=True)
+    tiny = replace(quick, mechanisms=("bd", "pbd"), ratios=(0.1, 0.9),
+                   options={"sin": {"N": 300, "T": 150}})  # fmt: skip
+    rows, paths = run_preset(tiny, tmp_path, jobs=1, progress=False)
+    assert [(r["ratio"], r["mechanism"]) for r in rows] == [
+        (0.1, "bd"), (0.1, "pbd"), (0.9, "bd"), (0.9, "pbd")
+    ]  # fmt: skip
+    assert rows[0]["amre"] == rows[2]["amre"]  # BD runs at (0.6, 120) whatever o
+    assert {r["groups"] for r in rows} == {"120:1.0;120:0.6"}
+    assert {p.name for p in paths} == {"results.csv", "results.md", "amre_vs_ratio.png"}
+    text = (tmp_path / "results.md").read_text()
+    assert "| o | eps | w | bd | pbd |" in text and "| 0.9 | 0.6 | 120 |" in text
+    means = presets.sweep_means(rows, "amre", ("ratio",))
+    assert set(means) == {(o, m) for o in (0.1, 0.9) for m in ("bd", "pbd")}
+
+
+def test_plbu_runs_on_the_types_groups_and_releases_counts():
+    from app.bench.grid import Grid, Task, run_grid, run_local_task, type_counts_for
+    from app.dp.types import Group
+
+    grid = Grid("sin", ("pbd", "plbu"), (0.6,), (120,), (0,), dataset_options={"N": 200, "T": 40})
+    rows = run_grid(grid, jobs=1, progress=False)
+    pbd, plbu = rows
+    assert plbu["groups"] == pbd["groups"] and plbu["fresh"] == 1.0
+    assert plbu["amre"] > pbd["amre"] > 0
+    # an almost noiseless GRR (eps_g / w_g = 50) returns the true counts: frequencies x N
+    exact = Task("plbu", 50.0, 1, 0, (Group(1, 50.0),), (0,) * 10)
+    counts = type_counts_for(grid, 0)
+    row = run_local_task(exact, "sin", {"N": 200, "T": 40, "seed": 0}, counts, 1.0)
+    assert row["amre"] < 1e-9
+
+
+def _ratio_rows(dataset, curve, seeds=(0, 1)):
+    """Stub ratio rows: ``curve[o]`` is PBD's and PBA's AMRE at o, BD/BA flat."""
+    return [{"dataset": dataset, "mechanism": m, "eps": 0.6, "w": 120, "ratio": o, "seed": s,
+             "amre": v if m in ("pbd", "pba") else 5000.0}
+            for o, v in curve.items() for m in ("bd", "ba", "pbd", "pba")
+            for s in seeds]  # fmt: skip
+
+
+def test_claims_6_and_8_on_stub_rows():
+    central = {"bd": 1000.0, "pbd": 300.0, "ba": 900.0, "pba": 950.0}
+    done = _done({
+        ("pwsm-eps", "sin"): _rows("sin", "eps", {**central, "plbu": 1e8}),
+        ("pwsm-eps", "tlns"): _rows("tlns", "eps", {**central, "plbu": 1e8}),
+        ("pwsm-ratio-eps", "sin"): _ratio_rows(
+            "sin", {0.1: 1000.0, 0.3: 1050.0, 0.5: 990.0, 0.7: 1000.0, 0.9: 300.0}),
+        ("pwsm-ratio-w", "sin"): _ratio_rows(
+            "sin", {0.1: 1000.0, 0.3: 800.0, 0.5: 600.0, 0.7: 400.0, 0.9: 350.0}),
+    })  # fmt: skip
+    items = results.claims(done, populations={"sin": 10_000})
+    six = next(c for c in items if c.ref == "6")
+    assert six.verdict == "partly" and "sin 3/3, tlns 3/3" in six.measured  # worst on TLNS too
+    budget, window = [c for c in items if c.ref == "8"]
+    assert budget.verdict == "agree" and "2/2 curves" in budget.measured
+    assert window.verdict == "disagree" and "o* = 0.920" in window.why
+    assert "o* = 0.887" in budget.why
+    table = results.ratio_table(done)
+    assert table[0].startswith("| run | mechanism | o = 0.1 |") and len(table) == 2 + 4
+
+
+def test_reuse_runs_only_the_missing_mechanisms(tmp_path, monkeypatch):
+    tiny = replace(resolve("pwsm-eps", dataset="sin", quick=True), mechanisms=("bd", "plbu"),
+                   eps_values=(0.6,))  # fmt: skip
+    old = [r for r in _rows("sin", "eps", {"bd": 10.0}) if r["eps"] == 0.6]
+    folder = tmp_path / "pwsm-eps-sin"
+    presets.write_tables(old, folder, tiny, 1.0)
+    asked = []
+
+    def runner(preset, jobs=None, progress=True):
+        asked.append(preset.mechanisms)
+        return [{**r, "mechanism": "plbu", "amre": 99.0} for r in old]
+
+    monkeypatch.setattr(results, "resolve", lambda *a, **k: tiny)
+    monkeypatch.setattr(results, "run_rows", runner)
+    done = results.run_all(tmp_path, reuse=True, runs=[("pwsm-eps", "sin")], progress=False)
+    _, rows, _ = done[("pwsm-eps", "sin")]
+    assert asked == [("plbu",)] and {r["mechanism"] for r in rows} == {"bd", "plbu"}
+    assert "plbu" in (folder / "results.md").read_text()
