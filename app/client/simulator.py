@@ -3,7 +3,9 @@
 One process plays every device of a stream with a :class:`~app.client.fleet.Fleet` (the SDK's
 membership and ledger per device, vectorized perturbation). It reads ``collection-requests``
 from the start (manual assignment, no consumer group), ignores requests of other streams and
-requests whose deadline has passed, asks :class:`ValueSource` for every device's true value at
+requests whose deadline has passed, skips a request it already answered (the service re-sends
+the stored bytes of a pending request after a crash: counted as ``duplicates``, never refused),
+asks :class:`ValueSource` for every device's true value at
 the request's slot, and produces one ``reports`` record per report (key: the user index as
 decimal text; value: the report's fields plus ``stream``, msgpack). A device the service asks
 beyond its window refuses: nothing is sent, and the refusal is counted in :class:`Stats`.
@@ -81,11 +83,12 @@ class Stats:
     reports: int = 0
     refused: int = 0
     no_value: int = 0
+    duplicates: int = 0
 
     def line(self) -> str:
         return (
             f"requests={self.requests} expired={self.expired} reports={self.reports} "
-            f"refused={self.refused} no_value={self.no_value}"
+            f"refused={self.refused} no_value={self.no_value} duplicates={self.duplicates}"
         )
 
 
@@ -140,6 +143,7 @@ def run_devices(
     producer = Producer(
         {**consumer_config, "linger.ms": 5, "queue.buffering.max.messages": 1_000_000}
     )
+    answered: set[bytes] = set()  # requests answered, byte for byte
     try:
         meta = consumer.list_topics(requests_topic, timeout=10).topics[requests_topic]
         consumer.assign([TopicPartition(requests_topic, p, 0) for p in meta.partitions])
@@ -153,6 +157,10 @@ def run_devices(
             if time.time() > float(req["deadline"]):
                 stats.expired += 1
                 continue
+            if msg.value() in answered:
+                stats.duplicates += 1  # re-sent after a service restart: answered already
+                continue
+            answered.add(msg.value() or b"")
             request = CollectionRequest.from_dict(req["request"])
             stats.requests += 1
             answer = fleet.respond(request, values.at(request.slot), rng)

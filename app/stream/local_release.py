@@ -72,6 +72,8 @@ class LocalReleaser:
         self.persist = persist
         self.noise_key = noise_key
         self.start_slot: dict[str, int] = {}
+        self.woke: dict[str, float] = {}
+        """Per stream, the clock at this process's first message (see :meth:`_round_due`)."""
         self._cache: dict[str, tuple[int, Any]] = {}
         self.clock = time.time
         """The wall clock (tests replace it)."""
@@ -79,12 +81,14 @@ class LocalReleaser:
     # -- entry point ----------------------------------------------------------------------------
     async def on_message(self, stream: StreamConfig, msg: dict[str, Any], now: float) -> None:
         """Handle one ``partials`` value of a local stream (a tally or a tick)."""
+        now = max(now, self.clock())
+        self.woke.setdefault(stream.id, now)
         entry = self._entry(stream.id)
         if entry is not None:
             await self._recover(stream, entry)
         if msg.get("kind") == "tally":
             self._merge(stream, entry, msg)
-        await self.run_slot(stream, max(now, self.clock()))
+        await self.run_slot(stream, now)
 
     # -- state --------------------------------------------------------------------------------
     def _entry(self, sid: str) -> dict[str, Any] | None:
@@ -222,10 +226,18 @@ class LocalReleaser:
         return self.start_slot[stream.id]
 
     def _round_due(self, stream: StreamConfig, entry: dict[str, Any], now: float) -> bool:
+        """Whether the pending round closes: every partition's tally came, or it timed out.
+
+        The timeout runs from the deadline, or from this process's first message if that is
+        later: a round pending across a restart gets ``release_timeout_s`` for the reports
+        service to replay its reports (durable in ``reports``, already spent on the devices)
+        instead of closing at once with zeros.
+        """
         raw = self.slots.get(stream.id)
         cur = unpack(raw) if raw is not None else None
         complete = cur is not None and len(cur["parts"]) >= cur["of"]
-        return complete or now >= float(entry["deadline"]) + stream.release_timeout_s
+        since = max(float(entry["deadline"]), self.woke.get(stream.id, 0.0))
+        return complete or now >= since + stream.release_timeout_s
 
     def _tally(self, stream: StreamConfig, pending: CollectionRequest) -> Tally:
         m = len(pending.oracle)

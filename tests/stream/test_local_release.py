@@ -111,3 +111,32 @@ def test_a_missed_slot_is_stepped_without_requests(tmp_path):
     assert requests(sent) == []
     rels = [msgpack.unpackb(v) for t, v in sent if t == "releases"]
     assert [(x["slot"], x["fresh"]) for x in rels] == [(10, False)]
+
+
+def test_a_round_pending_across_a_restart_waits_for_its_replayed_tallies(tmp_path):
+    ledger, slots, sent = {}, {}, []
+    r = make(tmp_path, ledger, slots, sent)
+    run(r, encode_tick("loc", 95.0))
+    run(r, encode_tick("loc", 100.1))  # asks round 1 of slot 10, deadline 102.1
+    first = msgpack.unpackb(ledger["loc"])["request"]
+    cr = CollectionRequest.from_dict(msgpack.unpackb(first)["request"])
+    # Killed before the round closed; back at 107, long after deadline + release_timeout_s.
+    r2 = make(tmp_path, ledger, slots, sent)
+    run(r2, encode_tick("loc", 107.0))
+    assert msgpack.unpackb(ledger["loc"])["request"] == first  # still pending
+    # The restarted reports service replays the round's reports: their tallies close it.
+    for p in (0, 1):
+        run(r2, encode_tally("loc", cr.slot, cr.round, p, 2, [3, 1], [4], 107.2))
+    assert msgpack.unpackb(ledger["loc"])["request"] != first
+    # Without tallies it still closes, release_timeout_s (1 s) after the restart.
+    ledger2, slots2, sent2 = {}, {}, []
+    r3 = make(tmp_path, ledger2, slots2, sent2)
+    run(r3, encode_tick("loc", 95.0))
+    run(r3, encode_tick("loc", 100.1))
+    first = msgpack.unpackb(ledger2["loc"])["request"]
+    r4 = make(tmp_path, ledger2, slots2, sent2)
+    run(r4, encode_tick("loc", 107.0))
+    run(r4, encode_tick("loc", 107.9))
+    assert msgpack.unpackb(ledger2["loc"])["request"] == first
+    run(r4, encode_tick("loc", 108.1))
+    assert msgpack.unpackb(ledger2["loc"])["request"] != first

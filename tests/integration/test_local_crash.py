@@ -1,0 +1,201 @@
+"""Local-mode crash safety: kill -9 the worker while rounds run; requests, releases stay single.
+
+LPA with 3,000 simulated devices (``dpstream simulate devices``) and 2 s slots. The test tails
+``collection-requests`` and kills the worker at seeded random moments: right after a request
+was produced (the pending request is persisted, maybe not yet marked sent) or later inside the
+round (devices are answering), then restarts it on the same state directory. At the end it
+reads every topic back and checks:
+
+- releases: every slot between the first and last released exactly once (duplicates, if any,
+  byte-identical);
+- collection-requests: all records of one (slot, round) are byte-identical, so a cohort is
+  never re-planned after a crash (a re-send after a restart is the stored bytes);
+- reports: every report answers a request that asked its user, and no user reported twice
+  within its window of ``w`` slots (the population ledger's rule);
+- devices: no device refused anything; re-sent requests are counted as ``duplicates`` by the
+  simulator (skipped, answered once) and every request record is accounted for.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import pytest
+
+from app.dp.local.base import CollectionRequest, mask_users
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+DEVICES = 3_000
+W = 3
+SLOT_S = 2.0
+ROUND_S = 0.5
+KILLS = 4
+SESSION_S = "3"
+AFTER_KILLS = 3
+"""Releases to wait for after the last restart."""
+CONFIG = f"""
+streams:
+  - id: lc
+    mode: local
+    labels: ["off", "on"]
+    slot_s: {SLOT_S}
+    round_s: {ROUND_S}
+    release_timeout_s: 0.3
+    mechanism: {{name: lpa, params: {{users: {DEVICES}, oracle: grr}}}}
+    levels: [{{name: standard, w: {W}, eps: 2.0}}]
+"""
+
+
+class Tail:
+    """A thread that records every ``collection-requests`` value as it arrives."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.values: list[bytes] = []
+        self.stop = threading.Event()
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, args=(bootstrap, topic), daemon=True)
+        self.thread.start()
+
+    def _run(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"tail-{time.time_ns()}",
+                      "enable.auto.commit": False, "fetch.wait.max.ms": 20})  # fmt: skip
+        try:
+            c.assign([TopicPartition(topic, 0, 0)])
+            while not self.stop.is_set():
+                msg = c.poll(0.05)
+                if msg is None or msg.error() or msg.value() is None:
+                    continue
+                with self.cond:
+                    self.values.append(msg.value() or b"")
+                    self.cond.notify_all()
+        finally:
+            c.close()
+
+    def wait_new(self, timeout_s: float) -> bool:
+        """Wait for a request newer than the ones seen so far."""
+        with self.cond:
+            n = len(self.values)
+            return self.cond.wait_for(lambda: len(self.values) > n, timeout_s)
+
+
+def _stop_sim(sim: subprocess.Popen[bytes]) -> None:
+    if sim.poll() is None:
+        sim.send_signal(signal.SIGTERM)
+    try:
+        sim.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(sim.pid, signal.SIGKILL)
+        sim.wait(5)
+
+
+def test_kill9_in_rounds_never_replans_a_cohort_nor_releases_twice(
+    kafka, worker_factory, broker, tmp_path: Path
+) -> None:
+    rnd = random.Random(20240923)
+    prefix = "localcrash."
+    config = tmp_path / "streams.yaml"
+    config.write_text(CONFIG)
+    kafka.create_topics(prefix)
+    # A short session timeout: a killed worker's group members expire sooner.
+    worker = worker_factory(prefix, config, DPSTREAM_SESSION_TIMEOUT_S=SESSION_S).start()
+    tail = Tail(broker.bootstrap, prefix + "collection-requests")
+    env = {**os.environ, "DPSTREAM_BROKER": broker.bootstrap, "DPSTREAM_CONFIG": str(config),
+           "DPSTREAM_TOPIC_PREFIX": prefix}  # fmt: skip
+    sim_log = tmp_path / "devices.log"
+    with open(sim_log, "wb") as log:
+        sim = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "app.cli", "simulate", "devices", "--stream", "lc",
+             "--devices", str(DEVICES), "--seed", "11", "--duration", "100"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    moments = []
+    try:
+        worker.wait_ready(60)
+        for i in range(KILLS):
+            assert tail.wait_new(20), f"no request within 20 s\n{worker.tail()}"
+            # Even kills: right after the request was produced (maybe before it is marked
+            # sent); odd kills: inside the round, while devices answer and reports are tallied.
+            delay = rnd.uniform(0.0, 0.05) if i % 2 == 0 else rnd.uniform(0.15, ROUND_S)
+            time.sleep(delay)
+            worker.kill9()
+            moments.append(round(delay, 3))
+            worker.start()
+            worker.wait_ready(60)
+        seen = len(kafka.read(prefix + "releases", idle_s=0.3))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            time.sleep(SLOT_S)
+            if len(kafka.read(prefix + "releases", idle_s=0.3)) >= seen + AFTER_KILLS:
+                break
+        assert worker.alive(), worker.tail()
+        assert worker.stop() == 0, worker.tail()
+        time.sleep(1.0)  # the simulator sees every request before it stops
+    finally:
+        tail.stop.set()
+        _stop_sim(sim)
+        worker.kill9()
+    tail.thread.join(5)
+    assert worker.starts == KILLS + 1
+
+    # Releases: one per slot, consecutive; duplicates byte-identical.
+    payloads: dict[int, set[bytes]] = defaultdict(set)
+    released = kafka.read(prefix + "releases", idle_s=1.0)
+    for m in released:
+        payloads[msgpack.unpackb(m.value())["slot"]].add(m.value())
+    slots = sorted(payloads)
+    assert len(slots) >= AFTER_KILLS + 2, slots
+    assert slots == list(range(slots[0], slots[-1] + 1)), "no slot missing"
+    assert all(len(p) == 1 for p in payloads.values()), {
+        s: len(p) for s, p in payloads.items() if len(p) > 1
+    }
+
+    # Requests: per (slot, round) byte-identical records; the cohorts they ask.
+    raw_requests = [m.value() for m in kafka.read(prefix + "collection-requests", idle_s=1.0)]
+    by_round: dict[tuple[int, str], set[bytes]] = defaultdict(set)
+    asked = {}
+    for raw in raw_requests:
+        cr = CollectionRequest.from_dict(msgpack.unpackb(raw)["request"])
+        by_round[cr.slot, cr.round].add(raw)
+        asked[cr.slot, cr.round] = mask_users(cr, DEVICES)
+    assert all(len(v) == 1 for v in by_round.values()), {
+        k: len(v) for k, v in by_round.items() if len(v) > 1
+    }
+    resent = len(raw_requests) - len(by_round)
+
+    # Reports: each asked for, no user twice within its window.
+    reports = [msgpack.unpackb(m.value()) for m in kafka.read(prefix + "reports", idle_s=1.0)]
+    by_user: dict[int, list[int]] = defaultdict(list)
+    for rep in reports:
+        assert asked[rep["slot"], rep["round"]][rep["user"]], rep
+        by_user[rep["user"]].append(rep["slot"])
+    for user, user_slots in by_user.items():
+        s = np.sort(user_slots)
+        assert (np.diff(s) >= W).all(), (user, s.tolist())
+
+    # Devices: nothing refused; every request record answered, expired or a counted duplicate.
+    out = sim_log.read_text()
+    fields = (kv.split("=") for kv in out.strip().splitlines()[-1].split()[1:])
+    stats = {k: int(v) for k, v in fields if k != "stream"}
+    assert stats["refused"] == 0, out[-3000:]
+    assert stats["reports"] == len(reports) > 0
+    assert stats["requests"] + stats["expired"] + stats["duplicates"] == len(raw_requests), stats
+    print(
+        f"kills={KILLS} at +{moments}s after a request | slots={slots[0]}..{slots[-1]} "
+        f"({len(slots)}) release records={len(released)} | requests={len(raw_requests)} "
+        f"rounds={len(by_round)} resent={resent} | reports={len(reports)} users={len(by_user)} "
+        f"| devices: {stats}"
+    )
