@@ -11,6 +11,7 @@ import base64
 import json
 from typing import Any
 
+from app.dp.local.base import CollectionRequest, mask_users
 from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config
 from app.stream.records import unpack
@@ -56,19 +57,58 @@ def read_ledger(
 
 
 def render(stream: StreamConfig, entry: dict[str, Any]) -> str:
-    """Human-readable ledger: the rule, window budget per level, and the last releases."""
+    """Human-readable ledger: the rule, window budget per level, and the last releases.
+
+    Local streams add the population ledger (users used and available over the current
+    window, per slot of it; it replaces the budget table for population-division mechanisms,
+    whose users report with their whole ``eps``) and the pending collection request (slot,
+    round, cohort size, deadline, whether the broker acknowledged it).
+    """
     mechanism = stream.build_mechanism()
     mechanism.load_state(entry["state"])
     lines = [
         f"stream {stream.id}: {mechanism.describe()}",
         f"next slot {entry['next_slot']} (last release published: {entry['published']})",
-        "",
-        f"{'level':<12}{'w':>6}{'eps':>10}{'window spent':>15}{'fraction':>10}",
     ]
-    for level, (spent, eps, w) in zip(stream.levels, window_report(stream, mechanism), strict=True):
-        lines.append(f"{level.name:<12}{w:>6}{eps:>10.4g}{spent:>15.6g}{spent / eps:>10.1%}")
+    if not (stream.local and mechanism.population_division):  # else: users, not budget
+        lines += ["", f"{'level':<12}{'w':>6}{'eps':>10}{'window spent':>15}{'fraction':>10}"]
+        report = window_report(stream, mechanism)
+        for level, (spent, eps, w) in zip(stream.levels, report, strict=True):
+            lines.append(f"{level.name:<12}{w:>6}{eps:>10.4g}{spent:>15.6g}{spent / eps:>10.1%}")
+    if stream.local:
+        lines += _local_lines(stream, mechanism, entry)
     lines += ["", f"{'slot':>12}  {'fresh':<6}{'status':<10}spent by level"]
     for slot, fresh, status, spent in entry["recent"]:
         spent_txt = " ".join(f"{k}={v:.4g}" for k, v in spent.items())
         lines.append(f"{slot:>12}  {fresh!s:<6}{status:<10}{spent_txt}")
     return "\n".join(lines)
+
+
+def _local_lines(stream: StreamConfig, mechanism: Any, entry: dict[str, Any]) -> list[str]:
+    """The population ledger's window and the pending request of a local stream."""
+    lines = [""]
+    if mechanism.population_division:
+        pop = mechanism.population
+        offset = int(entry.get("offset", 0))
+        available = int(pop.sizes[pop.age >= pop.w].sum())
+        lines.append(
+            f"population: {pop.users} users in {pop.buckets} buckets, w={pop.w}; at slot "
+            f"{offset + pop.t}: used {pop.users - available}, available {available}"
+        )
+        for k in range(min(pop.w, pop.t)):  # the slots of the current window, newest first
+            used = int(pop.sizes[pop.age == k].sum())
+            lines.append(f"{'':>4}slot {offset + pop.t - k:>12}: {used} users reported")
+    else:
+        lines.append(f"population: every one of {stream.users} users reports a share each slot")
+    raw = entry.get("request")
+    if raw is None:
+        lines.append("pending request: none")
+    else:
+        value = unpack(raw)
+        request = CollectionRequest.from_dict(value["request"])
+        cohort = int(mask_users(request, stream.users).sum())
+        lines.append(
+            f"pending request: slot {value['slot']} round {request.round} cohort {cohort} "
+            f"users, deadline {value['deadline']:.3f}, sent: {bool(entry.get('sent'))}"
+        )
+    return lines

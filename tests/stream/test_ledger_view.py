@@ -1,0 +1,93 @@
+"""``dpstream ledger show``'s rendering, on ledgers the releasers wrote into in-memory tables."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgpack
+
+from app.dp.local.base import CollectionRequest, mask_users
+from app.stream.config import load_settings
+from app.stream.ledger_view import render
+from app.stream.records import encode_partial, encode_tick
+from app.stream.release import Releaser
+from app.stream.topics import load_topics
+
+YAML = """
+streams:
+  - id: cen
+    labels: [a, b]
+    slot_s: 1
+    grace_s: 0.5
+    release_timeout_s: 1
+    mechanism: {name: pba}
+    levels: [{name: only, w: 3, eps: 1.0}]
+  - id: loc
+    mode: local
+    labels: [a, b]
+    slot_s: 10
+    round_s: 2
+    release_timeout_s: 1
+    mechanism: {name: lpa, params: {users: 60, oracle: grr}}
+    levels: [{name: only, w: 3, eps: 1.0}]
+"""
+
+
+def make(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(YAML)
+    settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    ledger: dict[str, bytes] = {}
+
+    async def produce(topic, key, value):
+        return None
+
+    async def persist():
+        return None
+
+    r = Releaser(settings, load_topics(), ledger, {}, produce, persist)
+    r.local.clock = lambda: 0.0
+    return settings, r, ledger
+
+
+def test_central_view_shows_rule_window_and_recent_releases(tmp_path):
+    settings, r, ledger = make(tmp_path)
+    asyncio.run(r.on_message(encode_partial("cen", 10, 0, 1, [2, 0], 11.6)))
+    asyncio.run(r.on_message(encode_tick("cen", 14.6)))
+    text = render(settings.stream("cen"), msgpack.unpackb(ledger["cen"]))
+    lines = text.splitlines()
+    assert lines[0].startswith("stream cen: ") and len(lines[0]) > len("stream cen: ")
+    assert "next slot 13 (last release published: True)" in text
+    assert any(line.startswith("only") for line in lines)
+    assert "population" not in text and "pending request" not in text
+    assert [int(line.split()[0]) for line in lines if line[:12].strip().isdigit()] == [10, 11, 12]
+
+
+def test_local_view_shows_population_window_and_pending_request(tmp_path):
+    settings, r, ledger = make(tmp_path)
+    stream = settings.stream("loc")
+    asyncio.run(r.on_message(encode_tick("loc", 95.0)))
+    asyncio.run(r.on_message(encode_tick("loc", 100.1)))  # slot 10, round 1 asked
+    entry = msgpack.unpackb(ledger["loc"])
+    value = msgpack.unpackb(entry["request"])
+    cohort = int(mask_users(CollectionRequest.from_dict(value["request"]), 60).sum())
+    text = render(stream, entry)
+    assert text.splitlines()[0] == f"stream loc: {stream.build_mechanism().describe()}"
+    assert (
+        f"pending request: slot 10 round dissimilarity cohort {cohort} users, "
+        f"deadline 102.100, sent: True"
+    ) in text
+    assert f"at slot 10: used {cohort}, available {60 - cohort}" in text
+    assert f"slot {10:>12}: {cohort} users reported" in text
+    # Rounds time out, slots 10 and 11 are released: no pending request, two recent releases.
+    for now in (103.5, 105.0, 110.1, 113.5, 115.0):
+        asyncio.run(r.on_message(encode_tick("loc", now)))
+    entry = msgpack.unpackb(ledger["loc"])
+    text = render(stream, entry)
+    assert "pending request: none" in text
+    assert "population: 60 users in" in text and "window spent" not in text
+    used = sum(
+        int(line.rsplit(":", 1)[1].split()[0]) for line in text.splitlines() if "reported" in line
+    )
+    assert f"used {used}, available {60 - used}" in text
+    assert [int(x[0]) for x in entry["recent"]] == [10, 11]
