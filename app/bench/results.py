@@ -272,6 +272,7 @@ def pwsm_claims(
     floors: dict[str, float] | None = None,
     ratio_runs: dict[tuple[str, str], RatioMeans] | None = None,
     populations: dict[str, int] | None = None,
+    ratio_fresh: dict[tuple[str, str], RatioMeans] | None = None,
 ) -> list[Claim]:
     """PWSM spec seed-000 §6.6, claims 1-8, on the runs available.
 
@@ -451,7 +452,7 @@ def pwsm_claims(
             "AMRE depends on when they happen to publish more than on eps or w; elsewhere "
             "seed noise (3 seeds)",
         )
-    out += ratio_claims(ratio_runs or {}, populations or {})
+    out += ratio_claims(ratio_runs or {}, populations or {}, ratio_fresh)
     return out
 
 
@@ -534,9 +535,16 @@ def plbu_claim(runs: Runs) -> Claim:
 
 
 def ratio_claims(
-    ratio_runs: dict[tuple[str, str], RatioMeans], populations: dict[str, int]
+    ratio_runs: dict[tuple[str, str], RatioMeans],
+    populations: dict[str, int],
+    fresh: dict[tuple[str, str], RatioMeans] | None = None,
 ) -> list[Claim]:
-    """Claim 8, one row per ratio preset: flat for o <= 0.7 and a sharp drop at o = 0.9."""
+    """Claim 8, one row per ratio preset: flat for o <= 0.7 and a sharp drop at o = 0.9.
+
+    ``fresh`` (share of published slots per ratio) and ``populations`` feed the explanation:
+    where OBS switches the DC threshold to the larger budget (:func:`obs_switch`) and what that
+    did to the publication rate.
+    """
     out = []
     for preset, (fig, special, budgets) in RATIO_SETTINGS.items():
         mine = {ds: r for (p, ds), r in ratio_runs.items() if p == preset}
@@ -548,7 +556,7 @@ def ratio_claims(
         if not mine:
             out.append(Claim("PWSM", "8", claim, paper, "not run", "not run"))
             continue
-        good, total, details = 0, 0, []
+        good, total, details, notes = 0, 0, [], []
         for ds, r in mine.items():
             ratios = sorted({k[0] for k in r})
             if 0.9 not in ratios or 0.7 not in ratios:
@@ -558,24 +566,42 @@ def ratio_claims(
                 ln = {o: math.log(r[(o, m)][0]) for o in ratios if (o, m) in r}
                 low = [v for o, v in ln.items() if o <= 0.7]
                 flat = max(low) - min(low) <= FLAT_LN
-                drop = ln[0.7] - ln[0.9]
+                change = ln[0.9] - ln[0.7]
                 total += 1
-                good += flat and drop >= DROP_LN
+                good += flat and -change >= DROP_LN
                 cells.append(
-                    f"{m.upper()} {'flat' if flat else 'not flat'} "
-                    f"(span {max(low) - min(low):.2f}), drop {drop:.2f}"
+                    f"{m.upper()} span {max(low) - min(low):.2f}"
+                    f"{'' if flat else ' (not flat)'}, 0.7 -> 0.9 {change:+.2f}"
                 )
             details.append(f"{ds}: " + ", ".join(cells))
-        switches = {ds: obs_switch(budgets, populations[ds]) for ds in mine if ds in populations}
+            if ds not in populations:
+                continue
+            o_star = obs_switch(budgets, populations[ds])
+            where = (
+                "already below o = 0.1 (no switch in the sweep)"
+                if o_star <= 0.1
+                else "above 0.9 (no switch in the sweep)"
+                if o_star > 0.9
+                else f"inside the sweep at {o_star:.3f}"
+            )
+            note = f"{ds} (N = {populations[ds]}): o* = {o_star:.3f}, {where}"
+            pub = (fresh or {}).get((preset, ds), {})
+            if 0.7 < o_star <= 0.9 and pub:
+                note += "; published slots 0.7 -> 0.9: " + ", ".join(
+                    f"{m.upper()} {100 * pub[(0.7, m)][0]:.1f}% -> {100 * pub[(0.9, m)][0]:.1f}%"
+                    for m in ("pbd", "pba")
+                    if (0.7, m) in pub and (0.9, m) in pub
+                )
+            notes.append(note)
         measured = (
-            f"{good}/{total} curves flat (ln span <= {FLAT_LN}) then dropping (ln drop "
-            f"0.7 -> 0.9 >= {DROP_LN}); " + "; ".join(details)
+            f"{good}/{total} curves flat (ln span <= {FLAT_LN} over o <= 0.7) then dropping "
+            f"(ln AMRE 0.7 -> 0.9 <= -{DROP_LN}); " + "; ".join(details)
         )
         verdict = "agree" if good == total else "partly" if good else "disagree"
         why = ""
-        if switches:
-            why = "derived OBS switch of the DC threshold: " + ", ".join(
-                f"{ds} (N = {populations[ds]}) o* = {o:.3f}" for ds, o in switches.items()
+        if notes:
+            why = "derived switch o* of the DC threshold (OBS picks the larger budget): " + (
+                "; ".join(notes)
             )
         out.append(Claim("PWSM", "8", claim, paper, measured, verdict, why))
     return out
@@ -858,7 +884,14 @@ def claims(
     }
     mre = {k: summarize(rows, "mre") for k, (p, rows, _) in done.items() if p.kind == "local"}
     cfpu = {k: summarize(rows, "cfpu") for k, (p, rows, _) in done.items() if p.kind == "local"}
-    pwsm = sorted(pwsm_claims(amre, fresh, floors, ratio, populations), key=lambda c: c.ref)
+    ratio_fresh = {
+        k: sweep_means(rows, "fresh", ("ratio",))
+        for k, (p, rows, _) in done.items()
+        if p.sweep == "ratio" and rows and "fresh" in rows[0]
+    }
+    pwsm = sorted(
+        pwsm_claims(amre, fresh, floors, ratio, populations, ratio_fresh), key=lambda c: c.ref
+    )
     return pwsm + ldp_claims(mre, cfpu)
 
 
