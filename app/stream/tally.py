@@ -22,9 +22,18 @@ them. A report is counted only if, in this order:
 Steps 2-3 run vectorized over a batch (numpy over user indices), and accepted payloads become
 support counts with the oracle's own ``support``. Reports are keyed by user, so a user's reports
 all reach one partition and step 3 holds across partitions. The window check keeps the last
-reported slot per registered user (two ``int32`` arrays per stream, 8 bytes per user); it is a
-second line of defence: the request's cohort already excludes every user whose window is used
-(the population ledger plans it), and after a restart only replayed reports refill it.
+reported slot per registered user (two ``int32`` arrays per stream, 8 bytes per user), in
+memory only: it starts empty after a restart, and need not be persisted, because
+
+* across slots, step 2 already enforces the window: a cohort is planned by the population
+  ledger, which never marks a bucket twice within ``w`` slots (nor in both rounds of a slot),
+  and it is persisted before its request leaves and re-sent byte for byte, never re-planned;
+* within a round, every report of a round still open is replayed after a restart (the
+  committed offset is at or before the first report of every open round, and is committed only
+  after the tallies of the rounds closed are acknowledged), so the record is rebuilt for it;
+* a report to a round closed before the crash can only reach a tally the release agent drops:
+  it merges the first tally per (round, partition), which precedes it in ``partials``, and
+  ignores rounds that are no longer pending.
 
 Offsets: :meth:`ReportCollector.commit_offset` is the smallest offset still feeding an open
 round, as in :mod:`app.stream.collect`. A round closes in a partition when the wall clock
