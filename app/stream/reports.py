@@ -1,9 +1,9 @@
 """The collect stage of local mode: a service inside the Faust worker that reads ``reports``.
 
-Like :mod:`app.stream.ingest` (and for the same reason: Faust's per-message stream is slow), a
-:class:`mode.Service` owns an aiokafka consumer of ``reports`` in its own group
-(``<app id>-reports``), feeds each batch to a :class:`~app.stream.tally.ReportCollector`, and
-several times per round
+Like :mod:`app.stream.ingest`, :class:`ReportService` is a :class:`~app.stream.batch.BatchConsumer`
+(for the same reason: Faust's per-message stream is slow) of ``reports`` in its own group
+(``<app id>-reports``), with ``collection-requests`` as its side input. It feeds each batch to a
+:class:`~app.stream.tally.ReportCollector`, and several times per round
 
 1. reads new ``collection-requests`` (a consumer with manual assignment, read from the start
    at boot, then tailed; on a report for a round it does not know yet it reads to the end once
@@ -20,27 +20,22 @@ has caught up with the end offset it had at assignment.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from mode import Service
 
 from app import metrics
+from app.stream.batch import MAX_RECORDS, BatchConsumer
 from app.stream.config import Settings
 from app.stream.errors import BadEvent
-from app.stream.kafka import aiokafka_kwargs
 from app.stream.policy import Policy, dead_letter_policy
 from app.stream.records import decode_report, encode_tally, encode_tick
 from app.stream.tally import ReportCollector
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)
-
-MAX_RECORDS = 20_000
-"""Upper bound of one ``getmany`` batch."""
 
 
 def tick_interval(settings: Settings) -> float:
@@ -49,19 +44,10 @@ def tick_interval(settings: Settings) -> float:
     return min(0.25, max(0.05, min(local) / 4))
 
 
-class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, service: ReportService) -> None:
-        self.service = service
-
-    async def on_partitions_revoked(self, revoked: Any) -> None:
-        await self.service.on_revoked(list(revoked))
-
-    async def on_partitions_assigned(self, assigned: Any) -> None:
-        await self.service.on_assigned(list(assigned))
-
-
-class ReportService(Service):
+class ReportService(BatchConsumer):
     """Batched consumption of ``reports`` into per-round tallies; see the module docstring."""
+
+    collector: ReportCollector
 
     def __init__(
         self,
@@ -71,67 +57,27 @@ class ReportService(Service):
         policy: Policy | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.settings = settings
-        self.topics = topics
-        self.group_id = group_id
-        self.collector = ReportCollector(settings.streams)
-        self.policy = policy or dead_letter_policy(self._send_dead_letter, metrics.REPORTS)
-        self.tick_s = tick_interval(settings)
-        self.consuming = False
-        self._targets: dict[int, int] = {}
-        self._partitions_total = topics.spec("reports").partitions
-        self._consumer: AIOKafkaConsumer | None = None
-        self._requests: AIOKafkaConsumer | None = None
-        self._producer: AIOKafkaProducer | None = None
-        self._pending: list[asyncio.Future[Any]] = []
-
-    # -- lifecycle ----------------------------------------------------------------------------
-    async def on_start(self) -> None:
-        kw = aiokafka_kwargs(self.settings)
-        timeout_ms = int(self.settings.session_timeout_s * 1000)
-        self._producer = AIOKafkaProducer(linger_ms=5, **kw)
-        await self._producer.start()
-        self._requests = AIOKafkaConsumer(enable_auto_commit=False, **kw)
-        await self._requests.start()
-        await self._read_requests(until_end=True)
-        self._consumer = AIOKafkaConsumer(
-            group_id=self.group_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=timeout_ms,
-            rebalance_timeout_ms=timeout_ms,
-            heartbeat_interval_ms=max(500, timeout_ms // 6),
-            max_poll_interval_ms=max(timeout_ms, 60_000),
-            **kw,
+        super().__init__(
+            settings,
+            topics,
+            group_id,
+            source=topics.reports,
+            side_input=topics.collection_requests,
+            collector=ReportCollector(settings.streams),
+            policy=policy or dead_letter_policy(self._send_dead_letter, metrics.REPORTS),
+            **kwargs,
         )
-        await self._consumer.start()
-        self._consumer.subscribe([self.topics.reports], listener=_Rebalance(self))
-        log.info("reports started group=%s topic=%s", self.group_id, self.topics.reports)
+        self.tick_s = tick_interval(settings)
+        self._partitions_total = topics.spec("reports").partitions
 
-    async def on_stop(self) -> None:
-        for client in (self._consumer, self._requests):
-            if client is not None:
-                await client.stop()
-        if self._producer is not None:
-            await self._producer.stop()
-
-    # -- rebalancing --------------------------------------------------------------------------
-    async def on_assigned(self, assigned: list[TopicPartition]) -> None:
-        assert self._consumer is not None
-        ends = await self._consumer.end_offsets(assigned) if assigned else {}
-        for tp in assigned:
-            self.collector.assign(tp.partition)
-            self._targets[tp.partition] = int(ends.get(tp, 0))
-        log.info("reports assigned partitions=%s", sorted(tp.partition for tp in assigned))
-
-    async def on_revoked(self, revoked: list[TopicPartition]) -> None:
-        if revoked and self._consumer is not None:
-            await self._commit(revoked)
-        for tp in revoked:
-            self.collector.revoke(tp.partition)
-            self._targets.pop(tp.partition, None)
-        self.consuming = False
+    def _apply_side_input(self, record: Any) -> None:
+        try:
+            rnd = self.collector.add_request(record.value)
+        except Exception as exc:  # noqa: BLE001 - written by dpstream; log and go on
+            log.error("unreadable collection request offset=%d error=%r", record.offset, exc)
+            return
+        if rnd is not None:
+            log.debug("request stream=%s slot=%d round=%s", rnd.stream, rnd.slot, rnd.rnd)
 
     # -- the loop -----------------------------------------------------------------------------
     @Service.task
@@ -143,9 +89,9 @@ class ReportService(Service):
             batches = await consumer.getmany(
                 timeout_ms=int(self.tick_s * 1000), max_records=MAX_RECORDS
             )
-            await self._read_requests(until_end=False)
+            await self._read_side_input(until_end=False)
             if any(self._unknown_round(recs) for recs in batches.values()):
-                await self._read_requests(until_end=True)
+                await self._read_side_input(until_end=True)
             for tp, records in batches.items():
                 if tp.partition not in collector.partitions:
                     continue
@@ -197,65 +143,3 @@ class ReportService(Service):
             await send(topic, key=sid.encode(), value=encode_tick(sid, wall))
         if tallies:
             await self._commit(list(self._consumer.assignment()) if self._consumer else [])
-
-    async def _commit(self, tps: list[TopicPartition]) -> None:
-        """Commit each partition's first offset still needed, once every send is acknowledged."""
-        assert self._consumer is not None and self._producer is not None
-        pending, self._pending = self._pending, []
-        await asyncio.gather(*pending, return_exceptions=True)
-        await self._producer.flush()
-        offsets = {}
-        for tp in tps:
-            if tp.partition in self.collector.partitions:
-                position = await self._consumer.position(tp)
-                offsets[tp] = self.collector.commit_offset(tp.partition, position)
-        if offsets:
-            await self._consumer.commit(offsets)
-
-    # -- side inputs --------------------------------------------------------------------------
-    def _send_dead_letter(self, key: bytes | None, value: bytes) -> None:
-        assert self._producer is not None
-        fut = asyncio.ensure_future(
-            self._producer.send(self.topics.dead_letter, key=key, value=value)
-        )
-        fut.add_done_callback(_log_failure)
-        self._pending.append(fut)
-
-    async def _read_requests(self, until_end: bool) -> None:
-        """Learn new ``collection-requests``; with ``until_end``, read up to the current end."""
-        consumer = self._requests
-        assert consumer is not None
-        topic = self.topics.collection_requests
-        if not consumer.assignment():
-            parts = consumer.partitions_for_topic(topic)
-            if parts is None:
-                await consumer.topics()
-                parts = consumer.partitions_for_topic(topic) or set()
-            tps = [TopicPartition(topic, p) for p in sorted(parts)]
-            consumer.assign(tps)
-            await consumer.seek_to_beginning(*tps)
-        tps = list(consumer.assignment())
-        ends = await consumer.end_offsets(tps) if until_end else {}
-        while True:
-            batches = await consumer.getmany(timeout_ms=0 if not until_end else 200)
-            for records in batches.values():
-                for rec in records:
-                    try:
-                        rnd = self.collector.add_request(rec.value)
-                    except Exception as exc:  # noqa: BLE001 - written by dpstream; log and go on
-                        log.error("unreadable collection request offset=%d error=%r",
-                                  rec.offset, exc)  # fmt: skip
-                        continue
-                    if rnd is not None:
-                        log.debug("request stream=%s slot=%d round=%s", rnd.stream, rnd.slot,
-                                  rnd.rnd)  # fmt: skip
-            if not until_end:
-                return
-            positions = [await consumer.position(tp) for tp in tps]
-            if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
-                return
-
-
-def _log_failure(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled() and fut.exception() is not None:
-        log.error("dead-letter send failed error=%r", fut.exception())
