@@ -42,13 +42,10 @@ from app.dp.errors import DPError
 from app.dp.local.base import CollectionRequest, Tally, mask_users
 from app.dp.noise import keyed_rng
 from app.stream.config import Settings, StreamConfig
-from app.stream.records import encode_request, pack, unpack
+from app.stream.records import encode_release, encode_request, pack, unpack
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)
-
-RECENT = 20
-"""How many recent releases the ledger keeps for ``dpstream ledger show``."""
 
 
 class LocalReleaser:
@@ -313,28 +310,12 @@ class LocalReleaser:
 
         sid = stream.id
         rel = mech.close_slot()
-        names = [lv.name for lv in stream.levels]
-        start, end = slot * stream.slot_s, (slot + 1) * stream.slot_s
-        spent = {n: float(x) for n, x in zip(names, rel.spent, strict=True)}
-        record = pack({
-            "stream": sid, "slot": slot, "start": start, "end": end,
-            "histogram": [float(x) for x in rel.histogram], "fresh": bool(rel.fresh),
-            "mechanism": rel.mechanism, "spent_by_group": spent, "version": rel.version,
-        })  # fmt: skip
-        window = window_report(stream, mech)
-        audit = pack({
-            "stream": sid, "slot": slot, "mechanism": rel.mechanism,
-            "describe": mech.describe(), "status": rel.status, "fresh": bool(rel.fresh),
-            "spent_by_group": spent,
-            "spent_dc_by_group": dict(zip(names, map(float, rel.spent_dc), strict=True)),
-            "spent_pub_by_group": dict(zip(names, map(float, rel.spent_pub), strict=True)),
-            "window_spent_by_group": {n: w[0] for n, w in zip(names, window, strict=True)},
-            "eps_by_group": {n: w[1] for n, w in zip(names, window, strict=True)},
-            "w_by_group": {n: w[2] for n, w in zip(names, window, strict=True)},
-            "users_dc": int(rel.users_dc), "users_pub": int(rel.users_pub),
-        })  # fmt: skip
+        end = (slot + 1) * stream.slot_s
         base = entry or {"offset": slot - mech.t}
-        recent = [*base.get("recent", []), [slot, bool(rel.fresh), rel.status, spent]][-RECENT:]
+        record, audit, recent = encode_release(
+            stream, slot, rel, mech.describe(), window_report(stream, mech),
+            base.get("recent", []), users_dc=int(rel.users_dc), users_pub=int(rel.users_pub),
+        )  # fmt: skip
         # 7. Record.
         new = {**base, "state": mech.state_dict(), "next_slot": slot + 1, "record": record,
                "audit": audit, "published": False, "recent": recent, "request": None,

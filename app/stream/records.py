@@ -34,6 +34,7 @@ REASONS = (
     "unknown_stream",
     "out_of_domain",
     "bad_time",
+    "key_mismatch",
 )
 """Every dead-letter reason; the ``reason`` label of ``dpstream_dead_letters``."""
 
@@ -160,6 +161,57 @@ def unpack(raw: bytes) -> dict[str, Any]:
     """Decode what :func:`pack` wrote."""
     out: dict[str, Any] = msgpack.unpackb(raw, raw=False, strict_map_key=False)
     return out
+
+
+RECENT = 20
+"""How many recent releases a ledger entry keeps for ``dpstream ledger show``."""
+
+
+def encode_release(
+    stream: StreamConfig,
+    slot: int,
+    rel: Any,
+    describe: str,
+    window: list[tuple[float, float, int]],
+    recent: list[Any],
+    **audit_extra: Any,
+) -> tuple[bytes, bytes, list[Any]]:
+    """The ``releases`` and ``audit`` values of one released slot, and the ledger's new list
+    of recent releases (``window``: per level, spent in the window, eps, w)."""
+    names = [lv.name for lv in stream.levels]
+    spent = {n: float(x) for n, x in zip(names, rel.spent, strict=True)}
+    record = pack(
+        {
+            "stream": stream.id,
+            "slot": slot,
+            "start": slot * stream.slot_s,
+            "end": (slot + 1) * stream.slot_s,
+            "histogram": [float(x) for x in rel.histogram],
+            "fresh": bool(rel.fresh),
+            "mechanism": rel.mechanism,
+            "spent_by_group": spent,
+            "version": rel.version,
+        }
+    )
+    audit = pack(
+        {
+            "stream": stream.id,
+            "slot": slot,
+            "mechanism": rel.mechanism,
+            "describe": describe,
+            "status": rel.status,
+            "fresh": bool(rel.fresh),
+            "spent_by_group": spent,
+            "spent_dc_by_group": dict(zip(names, map(float, rel.spent_dc), strict=True)),
+            "spent_pub_by_group": dict(zip(names, map(float, rel.spent_pub), strict=True)),
+            "window_spent_by_group": {n: w[0] for n, w in zip(names, window, strict=True)},
+            "eps_by_group": {n: w[1] for n, w in zip(names, window, strict=True)},
+            "w_by_group": {n: w[2] for n, w in zip(names, window, strict=True)},
+            **audit_extra,
+        }
+    )
+    recent = [*recent, [slot, bool(rel.fresh), rel.status, spent]][-RECENT:]
+    return record, audit, recent
 
 
 # -- local mode ---------------------------------------------------------------------------------

@@ -37,13 +37,10 @@ from app import metrics
 from app.dp.noise import keyed_rng
 from app.stream.config import Settings, StreamConfig
 from app.stream.local_release import LocalReleaser
-from app.stream.records import decode_internal, pack, unpack
+from app.stream.records import decode_internal, encode_release, pack, unpack
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)
-
-RECENT = 20
-"""How many recent releases the ledger keeps for ``dpstream ledger show``."""
 
 Produce = Callable[[str, bytes, bytes], Awaitable[None]]
 Persist = Callable[[], Awaitable[None]]
@@ -221,41 +218,15 @@ class Releaser:
         population = [lv.population for lv in stream.levels]  # public: never the slot's counts
         rel = mechanism.step(counts, keyed_rng(self.noise_key, sid, slot), population)
         metrics.STEP_SECONDS.labels(sid, stream.mechanism).observe(time.perf_counter() - started)
-        names = [lv.name for lv in stream.levels]
-        start, end = slot * stream.slot_s, (slot + 1) * stream.slot_s
-        spent = {n: float(x) for n, x in zip(names, rel.spent, strict=True)}
-        record = pack(
-            {
-                "stream": sid,
-                "slot": slot,
-                "start": start,
-                "end": end,
-                "histogram": [float(x) for x in rel.histogram],
-                "fresh": bool(rel.fresh),
-                "mechanism": rel.mechanism,
-                "spent_by_group": spent,
-                "version": rel.version,
-            }
+        end = (slot + 1) * stream.slot_s
+        record, audit, recent = encode_release(
+            stream,
+            slot,
+            rel,
+            mechanism.describe(),
+            window_report(stream, mechanism),
+            list(entry["recent"]) if entry else [],
         )
-        window = window_report(stream, mechanism)
-        audit = pack(
-            {
-                "stream": sid,
-                "slot": slot,
-                "mechanism": rel.mechanism,
-                "describe": mechanism.describe(),
-                "status": rel.status,
-                "fresh": bool(rel.fresh),
-                "spent_by_group": spent,
-                "spent_dc_by_group": dict(zip(names, map(float, rel.spent_dc), strict=True)),
-                "spent_pub_by_group": dict(zip(names, map(float, rel.spent_pub), strict=True)),
-                "window_spent_by_group": {n: w[0] for n, w in zip(names, window, strict=True)},
-                "eps_by_group": {n: w[1] for n, w in zip(names, window, strict=True)},
-                "w_by_group": {n: w[2] for n, w in zip(names, window, strict=True)},
-            }
-        )
-        recent = list(entry["recent"]) if entry else []
-        recent = [*recent, [slot, bool(rel.fresh), rel.status, spent]][-RECENT:]
         new_entry = {
             "state": mechanism.state_dict(),
             "next_slot": slot + 1,
@@ -281,7 +252,7 @@ class Releaser:
             metrics.RELEASE_LATENCY.labels(sid).observe(max(0.0, time.time() - end))
         metrics.RELEASES.labels(sid, "fresh" if rel.fresh else "approximated").inc()
         metrics.LAST_RELEASE_TIMESTAMP.labels(sid).set(time.time())
-        for n, x in zip(range(len(names)), rel.spent, strict=True):
+        for n, x in enumerate(rel.spent):
             metrics.EPSILON_SPENT.labels(sid, str(n)).inc(float(x))
         self._report(stream, mechanism, new_entry)
         log.info(
