@@ -92,6 +92,14 @@ def _produce(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
 
 
+def _add_producer_arguments(p: argparse.ArgumentParser, config_help: str) -> None:
+    """The synthetic producer's options, shared by ``demo`` and ``produce``."""
+    p.add_argument("--config", type=Path, help=config_help)
+    p.add_argument("--rate", type=float, default=200.0, help="events per second per stream")
+    p.add_argument("--users", type=int, default=500, help="synthetic users")
+    p.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")
+
+
 def register(subparsers: Any) -> None:
     """Add the service verbs to the ``dpstream`` parser."""
     config_help = "streams YAML (default: $DPSTREAM_CONFIG, else the packaged demo file)"
@@ -122,10 +130,7 @@ def register(subparsers: Any) -> None:
         help="embedded broker (unless DPSTREAM_BROKER is set) + topics + worker + synthetic "
         "events; prints each release; Ctrl-C stops everything",
     )
-    p.add_argument("--config", type=Path, help=config_help)
-    p.add_argument("--rate", type=float, default=200.0, help="synthetic events per second")
-    p.add_argument("--users", type=int, default=500, help="synthetic users")
-    p.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")
+    _add_producer_arguments(p, config_help)
     p.add_argument(
         "--mode",
         choices=("central", "local"),
@@ -140,8 +145,5 @@ def register(subparsers: Any) -> None:
         help="synthetic events for the central streams of the configuration (broker and "
         "topics from DPSTREAM_*); SIGTERM or Ctrl-C stops it",
     )
-    p.add_argument("--config", type=Path, help=config_help)
-    p.add_argument("--rate", type=float, default=200.0, help="events per second per stream")
-    p.add_argument("--users", type=int, default=500, help="synthetic users")
-    p.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")
+    _add_producer_arguments(p, config_help)
     p.set_defaults(func=_produce)

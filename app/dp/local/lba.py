@@ -15,7 +15,7 @@ class LBA(LocalMechanism):
 
     Paper
     -----
-    Q. Ren et al., SIGMOD 2022, Algorithm 2, lines 1-17 (spec
+    X. Ren et al., SIGMOD 2022, Algorithm 2, lines 1-17 (spec
     ``shared/specs/seed-004-ldp-ids.md`` §3.5).
 
     ==================  ==================================================
@@ -70,7 +70,7 @@ class LBA(LocalMechanism):
 
     References
     ----------
-    Q. Ren et al., SIGMOD 2022, §5.3, Algorithm 2; Kellaris et al., PVLDB 2014 (BA).
+    X. Ren et al., SIGMOD 2022, §5.3, Algorithm 2; Kellaris et al., PVLDB 2014 (BA).
     """
 
     name = "lba"

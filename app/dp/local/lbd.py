@@ -13,7 +13,7 @@ class LBD(LocalMechanism):
 
     Paper
     -----
-    Q. Ren et al., SIGMOD 2022, Algorithm 1, lines 1-14 (spec
+    X. Ren et al., SIGMOD 2022, Algorithm 1, lines 1-14 (spec
     ``shared/specs/seed-004-ldp-ids.md`` §3.4).
 
     ==================  ==================================================
@@ -67,7 +67,7 @@ class LBD(LocalMechanism):
 
     References
     ----------
-    Q. Ren et al., SIGMOD 2022, §5.3, Algorithm 1; Kellaris et al., PVLDB 2014 (BD).
+    X. Ren et al., SIGMOD 2022, §5.3, Algorithm 1; Kellaris et al., PVLDB 2014 (BD).
     """
 
     name = "lbd"

@@ -15,7 +15,7 @@ class LBU(LocalMechanism):
 
     Paper
     -----
-    Q. Ren et al., "LDP-IDS: Local Differential Privacy for Infinite Data Streams", SIGMOD 2022,
+    X. Ren et al., "LDP-IDS: Local Differential Privacy for Infinite Data Streams", SIGMOD 2022,
     §5.2.1 (spec ``shared/specs/seed-004-ldp-ids.md`` §3.1, lines 1-2).
 
     ==================  ==================================================
@@ -81,7 +81,7 @@ class LBU(LocalMechanism):
 
     References
     ----------
-    Q. Ren et al., SIGMOD 2022, §5.2.1, Thm 5.1.
+    X. Ren et al., SIGMOD 2022, §5.2.1, Thm 5.1.
     """
 
     name = "lbu"

@@ -16,7 +16,7 @@ class LPA(LocalMechanism):
 
     Paper
     -----
-    Q. Ren et al., SIGMOD 2022, Algorithm 4, lines 1-18 (spec
+    X. Ren et al., SIGMOD 2022, Algorithm 4, lines 1-18 (spec
     ``shared/specs/seed-004-ldp-ids.md`` §3.7).
 
     ==================  ==================================================
@@ -73,7 +73,7 @@ class LPA(LocalMechanism):
 
     References
     ----------
-    Q. Ren et al., SIGMOD 2022, §6.2, Algorithm 4, Thm 6.2.
+    X. Ren et al., SIGMOD 2022, §6.2, Algorithm 4, Thm 6.2.
     """
 
     name = "lpa"

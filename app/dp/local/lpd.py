@@ -17,7 +17,7 @@ class LPD(LocalMechanism):
 
     Paper
     -----
-    Q. Ren et al., SIGMOD 2022, Algorithm 3, lines 1-17 (spec
+    X. Ren et al., SIGMOD 2022, Algorithm 3, lines 1-17 (spec
     ``shared/specs/seed-004-ldp-ids.md`` §3.6).
 
     ==================  ==================================================
@@ -84,7 +84,7 @@ class LPD(LocalMechanism):
 
     References
     ----------
-    Q. Ren et al., SIGMOD 2022, §6.2, Algorithm 3, Thm 6.2.
+    X. Ren et al., SIGMOD 2022, §6.2, Algorithm 3, Thm 6.2.
     """
 
     name = "lpd"

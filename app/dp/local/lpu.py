@@ -14,7 +14,7 @@ class LPU(LocalMechanism):
 
     Paper
     -----
-    Q. Ren et al., SIGMOD 2022, §6.1 (spec ``shared/specs/seed-004-ldp-ids.md`` §3.3).
+    X. Ren et al., SIGMOD 2022, §6.1 (spec ``shared/specs/seed-004-ldp-ids.md`` §3.3).
 
     ==================  ==================================================
     paper               here
@@ -61,7 +61,7 @@ class LPU(LocalMechanism):
 
     References
     ----------
-    Q. Ren et al., SIGMOD 2022, §6.1, Thm 6.1-6.2.
+    X. Ren et al., SIGMOD 2022, §6.1, Thm 6.1-6.2.
     """
 
     name = "lpu"

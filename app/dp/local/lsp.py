@@ -16,7 +16,7 @@ class LSP(LocalMechanism):
 
     Paper
     -----
-    Q. Ren et al., SIGMOD 2022, §5.2.2 (spec ``shared/specs/seed-004-ldp-ids.md`` §3.2).
+    X. Ren et al., SIGMOD 2022, §5.2.2 (spec ``shared/specs/seed-004-ldp-ids.md`` §3.2).
 
     ==================  ==================================================
     paper               here
@@ -68,7 +68,7 @@ class LSP(LocalMechanism):
 
     References
     ----------
-    Q. Ren et al., SIGMOD 2022, §5.2.2, §6.1.
+    X. Ren et al., SIGMOD 2022, §5.2.2, §6.1.
     """
 
     name = "lsp"

@@ -80,7 +80,7 @@ class PLBU(LocalMechanism):
 
     References
     ----------
-    L. Du et al., PVLDB 18(6), 2025, §6 (baselines); Q. Ren et al., SIGMOD 2022, §5.2.1.
+    L. Du et al., PVLDB 18(6), 2025, §6 (baselines); X. Ren et al., SIGMOD 2022, §5.2.1.
     """
 
     name = "plbu"
