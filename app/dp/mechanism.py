@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from app.dp.errors import StateMismatchError
+from app.dp.types import Group
 
 Kind = Literal["central", "local"]
 
@@ -42,6 +44,12 @@ class Mechanism(ABC):
     @abstractmethod
     def _load(self, state: dict[str, Any]) -> None:
         """Restore :meth:`_state` output onto a freshly built instance."""
+
+    @classmethod
+    @abstractmethod
+    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> Mechanism:
+        """Build the mechanism a stream runs: its domain size, its requirement groups (the
+        levels it offers) and its extra ``params``; how a service builds any mechanism."""
 
     @classmethod
     @abstractmethod

@@ -46,9 +46,18 @@ class CentralMechanism(Mechanism):
     personalized: ClassVar[bool] = True
     publication_share: ClassVar[Fraction] = Fraction(1, 2)
 
-    def __init__(self, d: int, groups: Sequence[Group], noise: str = "laplace") -> None:
+    def __init__(
+        self, d: int, groups: Sequence[Group], noise: str = "laplace", sensitivity: int = 1
+    ) -> None:
         if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
             raise ParameterError(f"d must be an integer >= 1, got {d!r}")
+        if (
+            isinstance(sensitivity, bool)
+            or not isinstance(sensitivity, int | np.integer)
+            or sensitivity < 1
+        ):
+            raise ParameterError(f"sensitivity must be an integer >= 1, got {sensitivity!r}")
+        self.sensitivity = int(sensitivity)
         groups = tuple(groups)
         if not groups or not all(isinstance(g, Group) for g in groups):
             raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
@@ -68,7 +77,16 @@ class CentralMechanism(Mechanism):
         self.ledger = WindowLedger(self.budget_groups, self.publication_share)
 
     def params(self) -> dict[str, Any]:
-        return {"d": self.d, "groups": [[g.w, g.eps] for g in self.groups], "noise": self.noise}
+        return {
+            "d": self.d,
+            "groups": [[g.w, g.eps] for g in self.groups],
+            "noise": self.noise,
+            "sensitivity": self.sensitivity,
+        }
+
+    @classmethod
+    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> CentralMechanism:
+        return cls(d=d, groups=groups, **params)
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:
@@ -144,7 +162,19 @@ class CentralMechanism(Mechanism):
         return np.array(spent, dtype=np.float64)
 
     def _fractions(self, units: list[int]) -> list[Fraction]:
+        """Budgets in eps as recorded on the ledger (what the users are promised)."""
         return [b.to_fraction(u) for b, u in zip(self.ledger.budgets, units, strict=True)]
+
+    def _calibrated(self, units: list[int]) -> list[Fraction]:
+        """The budgets noise is drawn at: the ledger's budgets divided by the sensitivity.
+
+        A user changes one slot's histogram by at most ``sensitivity`` in L1 (1: adding or
+        removing its one value; 2: replacing it). Every noise draw at ``eps / sensitivity``
+        with unit-sensitivity calibration is ``eps``-DP for such a change (group privacy,
+        exact for Laplace and geometric noise on the histogram, and for the dissimilarity's
+        ``1/d`` sensitivity), so the ledger keeps recording the claimed budget.
+        """
+        return [f / self.sensitivity for f in self._fractions(units)]
 
     def _state(self) -> dict[str, Any]:
         return {

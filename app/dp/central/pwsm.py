@@ -54,14 +54,14 @@ class PWSMMechanism(CentralMechanism):
         offer, nullified = self._offer(t)
         self.ledger.ensure(dc, offer)  # 1. check before any draw
         dis = dissimilarity(  # 2. DC, Alg. 3
-            counts, self._fractions(dc), population, self.last_release, self.noise, rng
+            counts, self._calibrated(dc), population, self.last_release, self.noise, rng
         )
         nothing = [0] * len(offer)
         if nullified:
             return Outcome(None, "nullified", dc, nothing)
         if not any(offer):
             return Outcome(None, "skip", dc, nothing)
-        budgets = self._fractions(offer)
+        budgets = self._calibrated(offer)
         theta, err = obs(budgets, population)  # 3. OBS on the offered budgets
         if not self._publishes(dis, self._threshold(theta, err)):  # 4. decide
             return Outcome(None, "skip", dc, nothing)

@@ -73,5 +73,6 @@ class Sample(CentralMechanism):
         if (t - 1) % budget.group.w:
             return Outcome(None, "skip", [0], [0])
         self.ledger.ensure([0], [budget.total])
-        histogram = perturb(self.noise, rng, counts[0].astype(np.float64), budget.group.eps)
+        eps = float(self._calibrated([budget.total])[0])
+        histogram = perturb(self.noise, rng, counts[0].astype(np.float64), eps)
         return Outcome(histogram, "publish", [0], [budget.total])

@@ -74,6 +74,6 @@ class Uniform(CentralMechanism):
     ) -> Outcome:
         pub = [2 * b.share for b in self.ledger.budgets]  # eps / w
         self.ledger.ensure([0], pub)
-        eps = float(self._fractions(pub)[0])
+        eps = float(self._calibrated(pub)[0])
         histogram = perturb(self.noise, rng, counts[0].astype(np.float64), eps)
         return Outcome(histogram, "publish", [0], pub)

@@ -33,6 +33,7 @@ request is part of it), so the service can checkpoint after sending a request.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar, Literal
@@ -234,6 +235,13 @@ class LocalMechanism(Mechanism):
             "d": self.d, "eps": self.eps, "w": self.w, "users": self.users,
             "buckets": self.buckets, "oracle": self.oracle,
         }  # fmt: skip
+
+    @classmethod
+    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> LocalMechanism:
+        """At the strictest level ``(max w, min eps)``, which satisfies every offered level."""
+        return cls(
+            d=d, eps=min(g.eps for g in groups), w=max(g.w for g in groups), **params
+        )
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:

@@ -128,6 +128,10 @@ class PLBU(LocalMechanism):
         }
 
     @classmethod
+    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> PLBU:
+        return cls(d=d, groups=groups, **params)
+
+    @classmethod
     def test_params(cls) -> dict[str, Any]:
         return {"d": 3, "groups": [Group(4, 1.0), Group(2, 0.5)], "users": [30, 18]}
 
