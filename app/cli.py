@@ -12,7 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-VERB_MODULES = ("app.bench.cli", "app.stream.cli", "app.conformance", "app.client.cli")
+VERB_MODULES = ("app.bench.cli", "app.stream.cli", "app.conformance", "app.tools.cli")
+"""Registration order matters: :mod:`app.tools.cli` adds ``bench throughput`` to ``bench``."""
 
 
 def build_parser() -> argparse.ArgumentParser:

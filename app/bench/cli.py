@@ -1,4 +1,8 @@
-"""``dpstream bench`` (experiment grids, cost, throughput) and ``dpstream replay``."""
+"""``dpstream bench`` (experiment grids, cost) and ``dpstream replay``.
+
+``dpstream bench throughput`` runs a real broker and the worker; it is registered by
+:mod:`app.tools.cli` under the ``bench_kinds`` default of the ``bench`` parser.
+"""
 
 from __future__ import annotations
 
@@ -56,8 +60,10 @@ def register(sub: Any) -> None:
     bench.add_argument(
         "--out", type=Path, help="output folder (default: out/bench, out/bench/<preset>-<dataset>)"
     )
-    bench.set_defaults(func=_grid)
     kinds = bench.add_subparsers(dest="bench_kind", metavar="KIND")
+    # ``bench_kinds``: where packages above this one (``app.tools.cli``: ``bench throughput``)
+    # add their kinds of benchmark, so that ``app.bench`` imports none of them.
+    bench.set_defaults(func=_grid, bench_kinds=kinds)
 
     cost = kinds.add_parser("cost", help="step time against d, m and N; full T-Drive replay")
     cost.add_argument("--out", type=Path, default=Path("out/cost"))
@@ -77,13 +83,6 @@ def register(sub: Any) -> None:
     results.add_argument("--figures", type=Path, default=Path("docs/results"),
                          help="where the report's PNGs are copied")  # fmt: skip
     results.set_defaults(func=_results)
-
-    throughput = kinds.add_parser(
-        "throughput",
-        help="events/s through the worker against bare consumer loops, on a real broker",
-    )
-    _add_throughput_arguments(throughput)
-    throughput.set_defaults(func=_throughput)
 
     replay = sub.add_parser(
         "replay",
@@ -161,18 +160,6 @@ def _cost(args: argparse.Namespace) -> int:
         tdrive_replay(args.out)
     print(f"wrote cost benchmarks to {args.out}", file=sys.stderr)
     return 0
-
-
-def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:
-    from app.bench.throughput import add_throughput_arguments
-
-    add_throughput_arguments(parser)
-
-
-def _throughput(args: argparse.Namespace) -> int:
-    from app.bench.throughput import run_throughput
-
-    return run_throughput(args)
 
 
 def _replay(args: argparse.Namespace) -> int:

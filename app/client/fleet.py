@@ -4,7 +4,7 @@
 request, every device decides membership and checks and spends its own ledger through
 :meth:`Device.admit` (so a refusal is exactly the SDK's refusal); the devices admitted with the
 same oracle and budget are then perturbed in one vectorized draw, which has the same law as
-perturbing each one alone. Used by the device simulator (:mod:`app.client.simulator`).
+perturbing each one alone. Used by the device simulator (:mod:`app.tools.simulator`).
 
 >>> import numpy as np
 >>> from app.dp.local import LPU

@@ -1,4 +1,6 @@
-"""Service verbs: ``dpstream worker``, ``topics create``, ``ledger show``, ``demo``, ``produce``.
+"""Service verbs: ``dpstream worker``, ``topics create``, ``ledger show``.
+
+The demo and the synthetic producer sit above the service, in :mod:`app.tools.cli`.
 
 Each handler returns an exit code: 0 success, 2 invalid configuration, 1 other failures.
 Heavy imports (Faust, Kafka clients) happen inside the handlers.
@@ -72,34 +74,6 @@ def _ledger_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from app.stream.demo import run_demo
-
-    try:
-        return int(run_demo(args))
-    except ServiceError as exc:
-        print(f"dpstream demo: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-
-
-def _produce(args: argparse.Namespace) -> int:
-    from app.stream.demo import produce_events
-
-    try:
-        return produce_events(args)
-    except ServiceError as exc:
-        print(f"dpstream produce: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-
-
-def _add_producer_arguments(p: argparse.ArgumentParser, config_help: str) -> None:
-    """The synthetic producer's options, shared by ``demo`` and ``produce``."""
-    p.add_argument("--config", type=Path, help=config_help)
-    p.add_argument("--rate", type=float, default=200.0, help="events per second per stream")
-    p.add_argument("--users", type=int, default=500, help="synthetic users")
-    p.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")
-
-
 def register(subparsers: Any) -> None:
     """Add the service verbs to the ``dpstream`` parser."""
     config_help = "streams YAML (default: $DPSTREAM_CONFIG, else the packaged demo file)"
@@ -124,26 +98,3 @@ def register(subparsers: Any) -> None:
     s.add_argument("--config", type=Path, help=config_help)
     s.add_argument("--timeout", type=float, default=10.0, help="seconds to read the ledger")
     s.set_defaults(func=_ledger_show)
-
-    p = subparsers.add_parser(
-        "demo",
-        help="embedded broker (unless DPSTREAM_BROKER is set) + topics + worker + synthetic "
-        "events; prints each release; Ctrl-C stops everything",
-    )
-    _add_producer_arguments(p, config_help)
-    p.add_argument(
-        "--mode",
-        choices=("central", "local"),
-        default="central",
-        help="central: synthetic events; local: simulated devices answering collection "
-        "requests (default streams: app/stream/local_streams.yaml)",
-    )
-    p.set_defaults(func=_demo)
-
-    p = subparsers.add_parser(
-        "produce",
-        help="synthetic events for the central streams of the configuration (broker and "
-        "topics from DPSTREAM_*); SIGTERM or Ctrl-C stops it",
-    )
-    _add_producer_arguments(p, config_help)
-    p.set_defaults(func=_produce)

