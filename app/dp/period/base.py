@@ -1,0 +1,241 @@
+"""What every period mechanism shares: a buffer of ``W`` slots, the ledger, delayed releases.
+
+A *period* mechanism releases slot ``t`` only at a later slot: it buffers the true histograms of
+one period of ``W`` consecutive slots (``W = max_g w_g``, periods aligned on slot 1) and
+releases the whole period at its last slot (OptStream, Alg. 2 l.1-3). ``step`` therefore
+returns a list: empty inside a period, the period's ``W`` releases in slot order at its end.
+
+Budget and the ledger
+---------------------
+Each period's release is ``eps_P``-DP against any change confined to the period. A sliding
+window of ``W`` slots may straddle two periods and then pays for both (spec seed-001 §1.6), so:
+
+* ``strict=True`` (default) runs every period at ``eps_P = eps / 2`` (``eps`` when ``W = 1``,
+  where windows and periods coincide) and records ``eps_P`` on the window ledger at the
+  period's **first** slot and again at its **last** slot. Every window of ``W`` slots that
+  touches a period contains its first or its last slot, so the ledger's window sums bound
+  the true loss ``sum of eps_P over the periods a window touches``; the ledger refuses any
+  window above ``eps``, which proves w-event ``eps``-DP for every sliding window.
+* ``strict=False`` (the paper) runs every period at ``eps_P = eps`` and records it at the
+  period's last slot. The ledger then proves ``eps`` per *aligned* period only; a straddling
+  window loses up to ``2 eps``.
+
+Both records happen before any noise of the period is drawn (the first one ``W - 1`` slots
+earlier). Personalized groups run at the strictest requirement ``(max w, min eps)``, which
+satisfies every group (PWSM paper §5.2): a window of ``w_g <= W`` slots touches at most two
+periods as well.
+
+Sensitivity
+-----------
+``Delta`` is the L1 bound of one user's change to one slot's histogram: ``sensitivity`` for
+count streams (1 add/remove, 2 replace, ``l`` for up to ``l`` values), and ``alpha *
+sensitivity`` for sum streams in the (w, alpha) model (spec §1.3), whose inputs are
+non-negative reals clipped to ``alpha`` per user and slot by the service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from app.dp.budget import WindowLedger
+from app.dp.errors import ParameterError
+from app.dp.mechanism import Mechanism
+from app.dp.types import FloatArray, Group, Release
+
+NOISE_KINDS = ("laplace",)
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
+    """Return ``value`` if it is one of ``choices``; otherwise raise naming ``name``."""
+    if value not in choices:
+        raise ParameterError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def check_number(name: str, value: Any, low: float, *, integer: bool = False) -> Any:
+    """Return ``value`` if it is a finite (integer) number ``>= low``; otherwise raise."""
+    ok = not isinstance(value, bool) and isinstance(
+        value, (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    )
+    number = float(value) if ok else float("nan")
+    if not (np.isfinite(number) and number >= low):
+        what = "an integer" if integer else "a finite number"
+        raise ParameterError(f"{name} must be {what} >= {low}, got {value!r}")
+    return int(value) if integer else number
+
+
+class PeriodMechanism(Mechanism):
+    """Base of the period mechanisms; see the module docstring."""
+
+    kind = "period"
+    per_slot: ClassVar[bool] = False
+    """True for mechanisms that release every slot at once (period of one slot, ``eps/W``)."""
+
+    def __init__(
+        self,
+        d: int,
+        groups: Sequence[Group],
+        noise: str = "laplace",
+        sensitivity: int = 1,
+        alpha: float | None = None,
+        strict: bool = True,
+    ) -> None:
+        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+            raise ParameterError(f"d must be an integer >= 1, got {d!r}")
+        groups = tuple(groups)
+        if not groups or not all(isinstance(g, Group) for g in groups):
+            raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
+        self.d = int(d)
+        self.groups = groups
+        self.noise = check_choice("noise", noise, NOISE_KINDS)
+        self.sensitivity: int = check_number("sensitivity", sensitivity, 1, integer=True)
+        self.alpha: float | None = None if alpha is None else check_number("alpha", alpha, 0.0)
+        if self.alpha == 0.0:
+            raise ParameterError(f"alpha must be > 0, got {alpha!r}")
+        self.strict = check_choice("strict", strict, (True, False))
+        self.budget_group = Group(max(g.w for g in groups), min(g.eps for g in groups))
+        self._reset()
+
+    # -- parameters -------------------------------------------------------------------------
+
+    @property
+    def period(self) -> int:
+        """``W``: slots per period (1 for per-slot mechanisms)."""
+        return 1 if self.per_slot else self.budget_group.w
+
+    @property
+    def delta(self) -> float:
+        """``Delta``: one user's L1 change to one slot's histogram (see the module docstring)."""
+        return float(1.0 if self.alpha is None else self.alpha) * self.sensitivity
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "d": self.d,
+            "groups": [[g.w, g.eps] for g in self.groups],
+            "noise": self.noise,
+            "sensitivity": self.sensitivity,
+            "alpha": self.alpha,
+            "strict": self.strict,
+        }
+
+    @classmethod
+    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> PeriodMechanism:
+        return cls(d=d, groups=groups, **params)
+
+    @classmethod
+    def test_params(cls) -> dict[str, Any]:
+        return {"d": 3, "groups": [Group(6, 1.0), Group(4, 0.5)]}
+
+    # -- budget -------------------------------------------------------------------------------
+
+    def charges(self) -> list[int]:
+        """Ledger units recorded at each position of a period (see the module docstring)."""
+        b = self.ledger.budgets[0]
+        if self.per_slot:
+            return [b.total // self.budget_group.w]
+        n = self.period
+        out = [0] * n
+        if self.strict and n > 1:
+            out[0] = out[-1] = b.half  # eps_P = eps / 2 at the first and the last slot
+        else:
+            out[-1] = b.total  # eps_P = eps, recorded once
+        return out
+
+    @property
+    def period_eps(self) -> float:
+        """``eps_P``: the budget one period's release spends."""
+        b = self.ledger.budgets[0]
+        return b.to_eps(max(self.charges()))
+
+    # -- state ------------------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        self.t = 0
+        self.buffer: list[list[float]] = []
+        self.ledger = WindowLedger([self.budget_group], publication_share=1)  # type: ignore[arg-type]
+        self._reset_extra()
+
+    def _reset_extra(self) -> None:
+        """Subclasses with state beyond the period buffer set it up here."""
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "t": self.t,
+            "buffer": [list(row) for row in self.buffer],
+            "ledger": self.ledger.state_dict(),
+        }
+
+    def _load(self, state: dict[str, Any]) -> None:
+        self.t = int(state["t"])
+        self.buffer = [[float(v) for v in row] for row in state["buffer"]]
+        self.ledger.load_state(state["ledger"])
+
+    # -- the slot -----------------------------------------------------------------------------
+
+    def step(
+        self,
+        counts: npt.ArrayLike,
+        rng: np.random.Generator,
+        population: Sequence[int] | None = None,
+    ) -> list[Release]:
+        """Take one slot; return the releases that became known at it (slot order).
+
+        Parameters
+        ----------
+        counts
+            ``(m, d)``: per requirement group, the slot's counts (non-negative integers) or, for
+            a sum stream (``alpha`` set), clipped sums (non-negative reals). Not modified.
+        rng
+            The only source of randomness.
+        population
+            Accepted for the common interface and ignored.
+        """
+        x = self._check_counts(counts).sum(axis=0)
+        pos = self.t % self.period
+        charges = self.charges()
+        self.ledger.record([0], [charges[pos]])  # the ledger first, noise afterwards
+        self.t += 1
+        self.buffer.append([float(v) for v in x])
+        if pos < self.period - 1:
+            return []
+        data = np.array(self.buffer, dtype=np.float64)
+        out = self._release(data, self.period_eps, rng)
+        first = self.t - self.period + 1
+        self.buffer = []
+        b = self.ledger.budgets[0]
+        return [
+            Release(
+                slot=first + i,
+                histogram=out[i],
+                fresh=True,
+                status="publish",
+                spent_dc=np.zeros(len(self.groups)),
+                spent_pub=np.full(len(self.groups), b.to_eps(charges[i])),
+                mechanism=self.name,
+                version=self.version,
+            )
+            for i in range(self.period)
+        ]
+
+    def _release(self, x: FloatArray, eps: float, rng: np.random.Generator) -> FloatArray:
+        """Release one period: ``x`` is ``(W, d)`` true values, ``eps`` the period's budget."""
+        raise NotImplementedError
+
+    def _check_counts(self, counts: npt.ArrayLike) -> FloatArray:
+        c = np.asarray(counts)
+        if c.shape != (len(self.groups), self.d):
+            raise ParameterError(
+                f"counts must have shape (groups={len(self.groups)}, d={self.d}), got {c.shape}"
+            )
+        if self.alpha is None:
+            if c.size and not np.issubdtype(c.dtype, np.integer):
+                raise ParameterError("counts must be non-negative integers (alpha is None)")
+        elif c.size and not (np.issubdtype(c.dtype, np.number) and np.isfinite(c).all()):
+            raise ParameterError("sums must be finite numbers")
+        if c.size and (c < 0).any():
+            raise ParameterError("counts must be non-negative")
+        return c.astype(np.float64)
