@@ -209,6 +209,10 @@ def yield_checks(kind: str) -> Iterator[Check]:
         from app.dp.local.checks import yield_local_checks  # the local family's own checks
 
         yield from yield_local_checks()
+    elif kind == "graph":
+        from app.dp.wn.checks import yield_graph_checks  # the (w,n) family's own checks
+
+        yield from yield_graph_checks()
     else:
         raise ValueError(f"no checks for kind {kind!r}")
 

@@ -1,0 +1,227 @@
+"""What every (w,n) mechanism shares: the graph, the (w,n) ledger, ``step`` and the release.
+
+A (w,n) mechanism sees, per slot, the true counts per requirement group (an ``(m, d)`` integer
+matrix, as a central mechanism does) and runs at the conservative single requirement
+``(max_g w_g, min_g eps_g)`` on their column sums, which satisfies every group. It spends a
+budget per *page* (domain value), so its release carries the budget per page
+(:class:`GraphRelease`); ``Release.spent_dc``/``spent_pub`` report the per-slot maximum over
+pages, i.e. what the slot costs the most loaded window (not a per-slot cost to be summed over
+any ``w`` slots: two far-apart windows may spend in turn; the (w,n) guarantee is per window).
+
+A subclass implements :meth:`GraphMechanism._slot`, which must (1) compute what it may spend per
+page, (2) ``ensure`` it on ``self.ledger``, and only then (3) draw noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from app.dp.budget import exact
+from app.dp.errors import ParameterError
+from app.dp.graph import Graph
+from app.dp.mechanism import Mechanism
+from app.dp.noise import NoiseKind, check_kind
+from app.dp.types import FloatArray, Group, IntArray, Release
+from app.dp.wn.ledger import GraphLedger, Units
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class GraphRelease(Release):
+    """A :class:`~app.dp.types.Release` with the budget spent on every page.
+
+    Attributes
+    ----------
+    spent_cells
+        ``(d,)`` budget (in eps, as claimed on the ledger) spent on each page this slot.
+    fresh_cells
+        ``(d,)`` True where the page was newly noised, False where its last output repeats.
+    """
+
+    spent_cells: FloatArray = field(default_factory=lambda: np.zeros(0))
+    fresh_cells: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name, dtype in (("spent_cells", np.float64), ("fresh_cells", np.bool_)):
+            a = np.array(getattr(self, name), dtype=dtype)
+            a.flags.writeable = False
+            object.__setattr__(self, name, a)
+
+
+@dataclass(frozen=True)
+class Spending:
+    """What one slot decided: outputs and budget units per page."""
+
+    histogram: FloatArray  # the full output o_t (fresh and repeated pages)
+    fresh: BoolArray
+    dc: Units
+    pub: Units
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+class GraphMechanism(Mechanism):
+    """Base of the (w,n) mechanisms; see the module docstring."""
+
+    kind = "graph"
+    publication_share: ClassVar[Fraction] = Fraction(1, 2)
+
+    def __init__(
+        self,
+        d: int,
+        groups: Sequence[Group],
+        graph: Graph,
+        n: int,
+        noise: str = "laplace",
+        sensitivity: int = 1,
+    ) -> None:
+        self.d = _check_int("d", d, 1)
+        groups = tuple(groups)
+        if not groups or not all(isinstance(g, Group) for g in groups):
+            raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
+        self.groups = groups
+        self.noise: NoiseKind = check_kind(noise)
+        self.sensitivity = _check_int("sensitivity", sensitivity, 1)
+        self.n = _check_int("n", n, 1)
+        if graph.nodes != self.d:
+            raise ParameterError(f"graph has {graph.nodes} nodes but d is {self.d}")
+        self.graph = graph
+        self.requirement = Group(max(g.w for g in groups), min(g.eps for g in groups))
+        self._reset()
+
+    def _reset(self) -> None:
+        self.t = 0
+        self.last_release: FloatArray = np.zeros(self.d)
+        self.ledger = GraphLedger(self.graph, self.n, self.requirement, self.publication_share)
+        budget = self.ledger.budget
+        self.unit_eps = float(exact(self.requirement.eps) / budget.total)
+
+    # ------------------------------------------------------------------ construction
+    def _base_params(self) -> dict[str, Any]:
+        return {
+            "d": self.d,
+            "groups": [[g.w, g.eps] for g in self.groups],
+            "noise": self.noise,
+            "sensitivity": self.sensitivity,
+        }
+
+    @classmethod
+    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> GraphMechanism:
+        return cls(d=d, groups=groups, **params)
+
+    # ------------------------------------------------------------------ units and noise
+    def eps_of(self, units: Units) -> FloatArray:
+        """Units as claimed budgets (eps), per page."""
+        return np.asarray(units, dtype=np.float64) * self.unit_eps
+
+    def calibrated(self, units: Units) -> FloatArray:
+        """The budgets noise is drawn at: claimed budget / sensitivity ``l`` (spec §1.4).
+
+        One user changes one slot's counts by at most ``l`` in L1 over all pages, so per-page
+        noise of sensitivity 1 at ``beta^m / l`` costs at most ``max_m beta^m`` (group privacy
+        over the ``l`` values, then the max over pages).
+        """
+        return self.eps_of(units) / self.sensitivity
+
+    def draw(self, rng: np.random.Generator, eps: FloatArray) -> FloatArray:
+        """One draw per entry of sensitivity-1 noise at budget ``eps[i] > 0``."""
+        if self.noise == "laplace":
+            return rng.laplace(0.0, 1.0 / eps)
+        p = -np.expm1(-eps)
+        return (rng.geometric(p) - rng.geometric(p)).astype(np.float64)
+
+    def noise_variance(self, eps: FloatArray) -> FloatArray:
+        """Variance of one :meth:`draw` at budget ``eps`` (the Kalman filter's ``R``)."""
+        if self.noise == "laplace":
+            return 2.0 / eps**2
+        a = np.exp(-eps)
+        return 2.0 * a / (1.0 - a) ** 2
+
+    # ------------------------------------------------------------------ one slot
+    def step(self, counts: npt.ArrayLike, rng: np.random.Generator) -> GraphRelease:
+        """Release one slot from the ``(groups, d)`` true counts (not modified)."""
+        c = np.array(counts, copy=True)
+        if c.shape != (len(self.groups), self.d):
+            raise ParameterError(
+                f"counts must have shape (groups={len(self.groups)}, d={self.d}), got {c.shape}"
+            )
+        if c.size and (not np.issubdtype(c.dtype, np.integer) or (c < 0).any()):
+            raise ParameterError("counts must be non-negative integers")
+        r = c.astype(np.int64).sum(axis=0)
+        out = self._slot(self.t + 1, r, rng)
+        self.ledger.record(out.dc, out.pub)
+        self.t += 1
+        self.last_release = np.asarray(out.histogram, dtype=np.float64)
+        budget = self.ledger.budget
+        m = len(self.groups)
+        fresh = bool(out.fresh.any())
+        return GraphRelease(
+            slot=self.t,
+            histogram=self.last_release,
+            fresh=fresh,
+            status="publish" if fresh else "skip",
+            spent_dc=np.full(m, budget.to_eps(int(out.dc.max()))),
+            spent_pub=np.full(m, budget.to_eps(int(out.pub.max()))),
+            mechanism=self.name,
+            version=self.version,
+            spent_cells=self.eps_of(out.dc + out.pub),
+            fresh_cells=out.fresh,
+        )
+
+    def _slot(self, t: int, r: IntArray, rng: np.random.Generator) -> Spending:
+        """Decide slot ``t`` from the true counts ``r``: ensure, then draw; never mutate."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ state
+    def _state(self) -> dict[str, Any]:
+        return {
+            "t": self.t,
+            "last_release": [float(x) for x in self.last_release],
+            "ledger": self.ledger.state_dict(),
+            **self._extra_state(),
+        }
+
+    def _load(self, state: dict[str, Any]) -> None:
+        self.t = int(state["t"])
+        self.last_release = np.array(state["last_release"], dtype=np.float64)
+        self.ledger.load_state(state["ledger"])
+        self._extra_load(state)
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def _extra_load(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`_extra_state` wrote."""
+
+
+def graph_params(
+    d: int,
+    n: int,
+    edges: Sequence[Sequence[int]] | None,
+    grid: Sequence[int] | None,
+    neighbours: int,
+) -> tuple[Graph, dict[str, Any]]:
+    """The graph a mechanism's configuration names, and those parameters as plain values."""
+    graph = Graph.from_config(_check_int("d", d, 1), edges, grid, neighbours)
+    plain = {
+        "n": n,
+        "edges": None if edges is None else [[int(u), int(v)] for u, v in edges],
+        "grid": None if grid is None else [int(x) for x in grid],
+        "neighbours": neighbours,
+    }
+    return graph, plain
+
+
+__all__ = ["GraphMechanism", "GraphRelease", "Spending", "graph_params"]
