@@ -12,6 +12,9 @@ through :func:`app.dp.registry.create`.
 from __future__ import annotations
 
 from app.dp.period.base import PeriodMechanism
+from app.dp.period.dft import DFT
+from app.dp.period.hierarchical import HierOptStream
 from app.dp.period.optstream import OptStream
+from app.dp.period.pegasus import PeGaSus
 
-__all__ = ["OptStream", "PeriodMechanism"]
+__all__ = ["DFT", "HierOptStream", "OptStream", "PeGaSus", "PeriodMechanism"]
