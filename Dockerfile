@@ -40,7 +40,12 @@ RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels dpstream
 # Topic specs (`dpstream topics create` reads them); the streams file comes from DPSTREAM_CONFIG.
 COPY topics /opt/dpstream/topics
-RUN mkdir -p /var/lib/dpstream && chown dpstream:dpstream /var/lib/dpstream
+RUN mkdir -p /var/lib/dpstream /var/lib/dpstream-key \
+    && chown dpstream:dpstream /var/lib/dpstream /var/lib/dpstream-key \
+    && chmod 0700 /var/lib/dpstream-key
+# /var/lib/dpstream-key: where docker-compose's one-shot `noise-key` service keeps the generated
+# noise key (a named volume takes this directory's owner and mode on first use). No key is baked
+# into the image: the worker refuses to start without DPSTREAM_NOISE_KEY(_FILE).
 # RocksDB tables live here; the changelog topics can rebuild them, a volume makes restarts fast.
 VOLUME ["/var/lib/dpstream"]
 WORKDIR /var/lib/dpstream

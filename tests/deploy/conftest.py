@@ -35,6 +35,7 @@ VENV_BIN = Path(sys.executable).parent
 DASHBOARD = CHART / "dashboards" / "dpstream.json"
 ALERTS = CHART / "files" / "alerts.yaml"
 COMPOSE_STREAMS = ROOT / "deploy" / "compose" / "streams.yaml"
+NOISE_KEY_INIT = ROOT / "deploy" / "compose" / "noise-key-init.py"
 CI_VALUES = sorted((CHART / "ci").glob("*.yaml"))
 
 _SUFFIXES = {
@@ -132,8 +133,9 @@ class LiveWorker:
 
 @pytest.fixture(scope="session")
 def live_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveWorker]:
-    """A real worker, configured like the compose stack (its streams file and noise key) with
-    1 s slots, consuming from a Tansu broker on 127.0.0.1; some events already released."""
+    """A real worker, configured like the compose stack (its streams file, a noise key made by
+    its init script) with 1 s slots, consuming from a Tansu broker on 127.0.0.1; some events
+    already released."""
     from app.stream.topics import create_topics, load_topics
     from app.tools.broker import EmbeddedBroker
 
@@ -142,6 +144,10 @@ def live_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveWorker
     stream = streams[0]["id"]
     key = re.sub(r"[^A-Z0-9]", "_", stream.upper())
     prefix, port = "deploy.", free_port()
+    # The noise key as the compose stack makes it: its one-shot init script, on first start.
+    key_file = work / "key" / "noise-key"
+    key_file.parent.mkdir()
+    run(sys.executable, str(NOISE_KEY_INIT), str(key_file))
     broker = EmbeddedBroker(log_path=work / "tansu.log").start()
     proc = None
     log = (work / "worker.log").open("wb")
@@ -151,7 +157,7 @@ def live_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveWorker
             **os.environ,
             "DPSTREAM_BROKER": broker.bootstrap,
             "DPSTREAM_CONFIG": str(COMPOSE_STREAMS),
-            "DPSTREAM_NOISE_KEY_FILE": str(ROOT / "deploy" / "compose" / "noise-key.local"),
+            "DPSTREAM_NOISE_KEY_FILE": str(key_file),
             "DPSTREAM_STATE_DIR": str(work / "state"),
             "DPSTREAM_METRICS_PORT": str(port),
             "DPSTREAM_METRICS_BIND": "127.0.0.1",

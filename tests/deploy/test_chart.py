@@ -128,7 +128,7 @@ def test_monitoring_values_render_servicemonitor_and_prometheusrule() -> None:
     (rule,) = by_kind(manifests, "PrometheusRule")
     canonical = yaml.safe_load(ALERTS.read_text())["groups"]
     assert rule["spec"]["groups"][: len(canonical)] == canonical  # the one source, verbatim
-    assert rule["spec"]["groups"][-1]["rules"][0]["alert"] == "DpstreamConsumerLagHigh"
+    assert rule["spec"]["groups"][-1]["rules"][0]["alert"] == "DpstreamConsumerLagPage"
     metrics_svc = [
         s for s in by_kind(manifests, "Service") if s["metadata"]["name"].endswith("-metrics")
     ]
@@ -335,3 +335,125 @@ def test_shipped_streams_files_load_with_the_worker_config(
     streams = load_streams(path, env={})
     assert [s.id for s in streams] == [s["id"] for s in doc["streams"]]
     assert [s.mode for s in streams] == [s.get("mode", "central") for s in doc["streams"]]
+
+
+# --- secrets in the pod template (issue 9, item 9) ---------------------------------------------
+
+PASSWORD = "hunter2"  # noqa: S105 - a dictionary word: its hash in a manifest would give it away
+CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def _pod_annotations(*extra: str) -> dict[str, str]:
+    manifests = [d for d in yaml.safe_load_all(render(None, *extra).stdout) if d]
+    sts = by_kind(manifests, "StatefulSet")[0]
+    return dict(sts["spec"]["template"]["metadata"].get("annotations") or {})
+
+
+SASL = (
+    "--set",
+    "kafka.securityProtocol=SASL_SSL",
+    "--set",
+    "kafka.sasl.username=dpstream",
+    "--set",
+    f"kafka.sasl.password={PASSWORD}",
+    "--set-string",
+    f"kafka.tls.caCert={CA}",
+)
+KEY_A, KEY_B = "0a" * 32, "0b" * 32
+
+
+def _unsalted_hashes() -> set[str]:
+    """sha256 of everything the chart could hash that an attacker can enumerate without the
+    noise key: the password alone, base64'd, and joined with the public connection settings."""
+    import hashlib
+
+    brokers, protocol = "kafka:9092", "SASL_SSL"
+    b64 = base64.b64encode(PASSWORD.encode()).decode()
+    plain = [PASSWORD, b64, CA, f"{brokers}|{protocol}|{PASSWORD}|{CA}"]
+    plain += [f"{brokers}|{protocol}|{PASSWORD}|", f"{PASSWORD}|{CA}", f"{PASSWORD}\n"]
+    return {hashlib.sha256(p.encode()).hexdigest() for p in plain}
+
+
+def test_pod_template_carries_no_unsalted_hash_of_a_secret() -> None:
+    key_values = ((), ("--set", f"noiseKey.value={KEY_A}"), ("--set", "noiseKey.existingSecret=nk"))
+    for extra in key_values:
+        annotations = _pod_annotations(*SASL, *extra)
+        assert "checksum/kafka" not in annotations
+        assert not set(annotations.values()) & _unsalted_hashes(), annotations
+        for value in annotations.values():
+            assert PASSWORD not in value and KEY_A not in value
+
+
+def test_secret_checksum_rolls_the_pods_on_every_secret_change() -> None:
+    base = _pod_annotations(*SASL, "--set", f"noiseKey.value={KEY_A}")["checksum/secret"]
+    assert _pod_annotations(*SASL, "--set", f"noiseKey.value={KEY_A}")["checksum/secret"] == base
+    changed_key = _pod_annotations(*SASL, "--set", f"noiseKey.value={KEY_B}")
+    changed_pw = _pod_annotations(
+        *SASL, "--set", f"noiseKey.value={KEY_A}", "--set", "kafka.sasl.password=other"
+    )
+    assert changed_key["checksum/secret"] != base != changed_pw["checksum/secret"]
+
+
+def test_existing_noise_key_secret_rolls_by_an_explicit_revision() -> None:
+    plain = _pod_annotations("--set", "noiseKey.existingSecret=nk")
+    assert not any(k.startswith("checksum/secret") for k in plain)
+    assert "dpstream.io/secrets-revision" not in plain
+    rolled = _pod_annotations(
+        "--set", "noiseKey.existingSecret=nk", "--set-string", "secretsRevision=2026-11-23"
+    )
+    assert rolled["dpstream.io/secrets-revision"] == "2026-11-23"
+    readme = (CHART / "README.md").read_text()
+    assert "secretsRevision" in readme and "rollout restart statefulset" in readme
+
+
+# --- exact data counts on /metrics: an explicit opt-in, off by default (issue 9, item 1) ----------
+
+
+def _worker_env(*extra: str) -> dict[str, dict]:
+    manifests = [d for d in yaml.safe_load_all(render(None, *extra).stdout) if d]
+    pod = by_kind(manifests, "StatefulSet")[0]["spec"]["template"]["spec"]
+    return {e["name"]: e for e in pod["containers"][0]["env"]}
+
+
+def test_data_counts_are_off_by_default_and_opt_in_is_wired() -> None:
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert defaults["metrics"]["exposeDataCounts"] is False
+    assert _worker_env()["DPSTREAM_EXPOSE_DATA_COUNTS"]["value"] == "false"
+    for path in CI_VALUES:
+        assert _rendered_env(path)["DPSTREAM_EXPOSE_DATA_COUNTS"]["value"] == "false", path.stem
+    on = _worker_env("--set", "metrics.exposeDataCounts=true")
+    assert on["DPSTREAM_EXPOSE_DATA_COUNTS"]["value"] == "true"
+    values_text = (CHART / "values.yaml").read_text()
+    assert "WARNING" in values_text.split("exposeDataCounts: false")[0].rsplit("@param", 1)[1]
+
+
+def _rendered_env(values: Path) -> dict[str, dict]:
+    pod = by_kind(docs(values), "StatefulSet")[0]["spec"]["template"]["spec"]
+    return {e["name"]: e for e in pod["containers"][0]["env"]}
+
+
+def _notes(*extra: str) -> str:
+    """NOTES.txt as `helm install` prints it (client-side dry run: no cluster needed)."""
+    cmd = [tool("helm"), "install", "rel", str(CHART), "--dry-run=client", "--namespace", "dp"]
+    out = run(*cmd, *extra).stdout
+    return out[out.index("NOTES:") :]
+
+
+def test_notes_list_every_topic_with_its_access_rule() -> None:
+    from app.stream.topics import load_topics
+
+    notes = _notes("--set", "topics.prefix=prod.")
+    topics = load_topics("prod.")
+    for spec in topics.specs:
+        line = next((x for x in notes.splitlines() if f" {topics.name(spec.role)} " in x), None)
+        assert line is not None, f"{topics.name(spec.role)} missing from NOTES.txt"
+    sensitive = ["events", "dead-letter", "partials", "ledger-changelog", "slots-changelog"]
+    for role in sensitive:
+        line = next(x for x in notes.splitlines() if f" {topics.name(role)} " in x)
+        assert "as events" in line or role == "events", line
+    assert "docs/security.md" in notes and "DPSTREAM_EXPOSE_DATA_COUNTS" not in notes
+    opted_in = _notes("--set", "metrics.exposeDataCounts=true")
+    assert "WARNING: metrics.exposeDataCounts is true" in opted_in
+    readme = (CHART / "README.md").read_text()
+    for spec in topics.specs:
+        assert f"`{spec.name}`" in readme, f"{spec.name} missing from the chart README"

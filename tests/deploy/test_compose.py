@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.conftest import ALERTS, CHART, ROOT, run, tool
+from tests.deploy.conftest import ALERTS, CHART, NOISE_KEY_INIT, ROOT, run, tool
 
 COMPOSE = ROOT / "docker-compose.yml"
 AGREED_ENV = {
@@ -72,7 +72,17 @@ def test_stack_services(stack: dict) -> None:
         env = services[name]["environment"]
         assert set(env) <= AGREED_ENV, name
         assert env["DPSTREAM_BROKER"] == "kafka:9092"
-        assert services[name]["secrets"][0]["target"] == env["DPSTREAM_NOISE_KEY_FILE"]
+        # The key comes from the volume the one-shot noise-key service filled, read-only.
+        (key_mount,) = [
+            v for v in services[name]["volumes"] if v.get("source") == "dpstream-noise-key"
+        ]
+        assert key_mount["type"] == "volume" and key_mount["read_only"] is True
+        assert env["DPSTREAM_NOISE_KEY_FILE"].startswith(key_mount["target"] + "/"), name
+        assert "secrets" not in services[name], name
+    assert (
+        services["topics"]["depends_on"]["noise-key"]["condition"]
+        == "service_completed_successfully"
+    )
     assert any(
         v["target"] == "/var/lib/dpstream" and v["type"] == "volume"
         for v in services["dpstream"]["volumes"]
@@ -96,15 +106,70 @@ def test_every_bind_mount_exists_and_monitoring_uses_the_chart_files(stack: dict
     )
     grafana = _binds(stack["services"]["grafana"])
     assert grafana["/var/lib/grafana/dashboards/dpstream"] == CHART / "dashboards"
-    assert Path(stack["secrets"]["noise_key"]["file"]).exists()
 
 
-def test_compose_noise_key_is_one_the_worker_accepts(stack: dict) -> None:
+# --- the noise key: generated on first start, never committed (issue 9, item 9) ---------------
+
+
+def test_no_noise_key_is_committed_or_referenced_by_the_stack(stack: dict) -> None:
+    tracked = run("git", "ls-files", cwd=ROOT).stdout.split()
+    keyish = [f for f in tracked if re.search(r"noise[-_]key(?!-init\.py$)", Path(f).name)]
+    assert keyish == [], f"noise keys in git: {keyish}"
+    assert "secrets" not in stack  # no compose secret pointing at a file in the repository
+    assert "noise-key.local" not in COMPOSE.read_text()
+
+
+def test_noise_key_service_generates_the_key_in_a_volume_with_the_same_image(stack: dict) -> None:
+    services = stack["services"]
+    init = services["noise-key"]
+    assert init["image"] == services["dpstream"]["image"]
+    entry = init["entrypoint"]
+    assert entry[0] == "python" and entry[1] in _binds(init)
+    assert _binds(init)[entry[1]] == NOISE_KEY_INIT
+    (volume,) = [v for v in init["volumes"] if v["type"] == "volume"]
+    assert volume["source"] == "dpstream-noise-key" and not volume.get("read_only")
+    assert entry[2] == services["dpstream"]["environment"]["DPSTREAM_NOISE_KEY_FILE"]
+    assert init["network_mode"] == "none" and init["restart"] == "no"
+    assert "dpstream-noise-key" in stack["volumes"]
+
+
+def _init(path: Path, *flags: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return run("python3", str(NOISE_KEY_INIT), str(path), *flags, input=stdin, check=False)
+
+
+def test_noise_key_init_generates_once_keeps_then_rotates(tmp_path: Path) -> None:
     from app.stream.config import parse_noise_key
 
-    assert (
-        len(parse_noise_key(Path(stack["secrets"]["noise_key"]["file"]).read_text()).reveal()) >= 16
-    )
+    key = tmp_path / "noise-key"
+    first = _init(key)
+    assert first.returncode == 0 and "generated" in first.stdout
+    text = key.read_text()
+    assert len(parse_noise_key(text).reveal()) == 32  # the worker accepts it: 256 bits
+    assert key.stat().st_mode & 0o777 == 0o400
+    assert text.strip() not in first.stdout + first.stderr  # never printed
+    again = _init(key)
+    assert again.returncode == 0 and "keeping" in again.stdout and key.read_text() == text
+    rotated = _init(key, "--rotate")
+    assert rotated.returncode == 0 and key.read_text() != text
+    assert len(parse_noise_key(key.read_text()).reveal()) == 32
+    assert key.stat().st_mode & 0o777 == 0o400
+    mine = "ab" * 24
+    assert _init(key, "--from-stdin", stdin=mine).returncode == 0
+    assert key.read_text().strip() == mine
+    assert [p.name for p in tmp_path.iterdir()] == ["noise-key"]  # no temporary left behind
+
+
+def test_noise_key_init_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
+    key = tmp_path / "noise-key"
+    short = _init(key, "--from-stdin", stdin="abcd")
+    assert short.returncode == 1 and len(short.stderr.strip().splitlines()) == 1
+    assert not key.exists()
+    key.write_text("not a key\n")
+    bad = _init(key)
+    assert bad.returncode == 1 and "no valid key" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    missing = _init(tmp_path / "absent-dir" / "noise-key")
+    assert missing.returncode == 1 and "cannot write" in missing.stderr
 
 
 # --- Dockerfile (no engine here: checked by reading, and its health check run for real) --------

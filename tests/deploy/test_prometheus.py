@@ -4,6 +4,7 @@ Prometheus scraping dpstream's /metrics and evaluating the rules."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -49,20 +50,74 @@ def test_promtool_rule_unit_tests() -> None:
     assert "SUCCESS" in out.stdout
 
 
+ISSUE_ALERTS = {
+    "DpstreamWorkerDown",
+    "DpstreamWorkerAbsent",
+    "DpstreamNotReady",
+    "DpstreamReleaseOverdue",
+    "DpstreamConsumerLagHigh",
+    "DpstreamLateDataDropped",
+    "DpstreamSlotTimeouts",
+    "DpstreamDeadLettersRising",
+    "DpstreamBudgetExhausted",
+}
+# Exact counts of the users' data: exported only on an explicit opt-in (issue 9, item 1).
+OPT_IN_DATA_COUNTS = {"dpstream_events_total", "dpstream_reports_total"}
+
+
 def test_issue_alerts_exist_and_use_defined_metrics() -> None:
     rules = {r["alert"]: r for r in _rules()}
-    assert {
-        "DpstreamBudgetExhausted",
-        "DpstreamBudgetNearlyExhausted",
-        "DpstreamNoRelease",
-        "DpstreamDeadLettersRising",
-        "DpstreamWorkerDown",
-    } <= rules.keys()
+    assert rules.keys() == ISSUE_ALERTS
     known = exposed_names()
     for rule in rules.values():
-        assert metric_names_in(rule["expr"]) <= known.keys(), rule["alert"]
+        used = metric_names_in(rule["expr"])
+        assert used <= known.keys(), (rule["alert"], used - known.keys())
+        assert not used & OPT_IN_DATA_COUNTS, rule["alert"]
         assert rule["labels"]["severity"] in {"info", "warning", "critical"}
         assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+
+
+def test_alerts_follow_the_metrics_contract() -> None:
+    """Lag in seconds, levels by name, the new progress metrics (issues 9 and 15)."""
+    exprs = {r["alert"]: r["expr"] for r in _rules()}
+    assert "dpstream_consumer_lag_seconds" in exprs["DpstreamConsumerLagHigh"]
+    assert "dpstream_late_partials_total" in exprs["DpstreamLateDataDropped"]
+    assert "dpstream_slot_timeouts_total" in exprs["DpstreamSlotTimeouts"]
+    assert "dpstream_ready" in exprs["DpstreamNotReady"]
+    assert "3 * " in exprs["DpstreamReleaseOverdue"]
+    # Levels are labelled by name (`level`); the old `group` index label is gone.
+    assert all(not re.search(r"(?<![_\w])group(?![_\w])", e) for e in exprs.values())
+    for name in ("dpstream_consumer_lag", "dpstream_consumer_lag_total"):
+        assert all(name not in metric_names_in(e) for e in exprs.values())
+
+
+def test_every_alert_has_a_rules_test_that_fires_it_and_one_that_keeps_it_silent() -> None:
+    cases = yaml.safe_load(RULES_TEST.read_text())["tests"]
+    fired: set[str] = set()
+    silent: set[str] = set()
+    for case in cases:
+        for check in case.get("alert_rule_test", []):
+            (fired if check.get("exp_alerts") else silent).add(check["alertname"])
+    assert fired == ISSUE_ALERTS, ISSUE_ALERTS - fired
+    assert silent >= ISSUE_ALERTS - {"DpstreamWorkerAbsent"}, ISSUE_ALERTS - silent
+
+
+def test_budget_alert_is_informational_and_silent_for_a_window_that_is_always_full() -> None:
+    """Uniform spends eps/w every slot: its window fraction is 1 for ever, and it must not
+    alert; a level that only repeats for hours may (as information, never a page)."""
+    rule = next(r for r in _rules() if r["alert"] == "DpstreamBudgetExhausted")
+    assert rule["labels"]["severity"] == "info"
+    (case,) = [
+        c
+        for c in yaml.safe_load(RULES_TEST.read_text())["tests"]
+        if any(t["alertname"] == "DpstreamBudgetExhausted" for t in c["alert_rule_test"])
+    ]
+    uniform = [s for s in case["input_series"] if 'stream="uni"' in s["series"]]
+    assert any(
+        "window_budget_fraction" in s["series"] and s["values"].startswith("1x") for s in uniform
+    )
+    streams = {a["exp_labels"]["stream"] for t in case["alert_rule_test"] for a in t["exp_alerts"]}
+    assert streams == {"pba"}
 
 
 def test_real_prometheus_scrapes_the_worker_and_evaluates_the_rules(
@@ -82,13 +137,13 @@ def test_real_prometheus_scrapes_the_worker_and_evaluates_the_rules(
     wait_for(dpstream_target_up, 20, "the dpstream target to be up")
     levels = yaml.safe_load(COMPOSE_STREAMS.read_text())["streams"][0]["levels"]
     eps = wait_for(lambda: prom_query(prometheus, "dpstream_group_epsilon"), 10, "scraped samples")
-    assert {(s["metric"]["group"], float(s["value"][1])) for s in eps} == {
-        (str(i), float(level["eps"])) for i, level in enumerate(levels)
+    assert {(s["metric"]["level"], float(s["value"][1])) for s in eps} == {
+        (level["name"], float(level["eps"])) for level in levels
     }
-    # The worker releases every (1 s) slot: the no-release expression is empty, and the same
+    # The worker releases every (1 s) slot: the overdue expression is empty, and the same
     # quantity the rule compares stays under two slots.
     rules = {r["alert"]: r for r in _rules()}
-    assert prom_query(prometheus, rules["DpstreamNoRelease"]["expr"]) == []
+    assert prom_query(prometheus, rules["DpstreamReleaseOverdue"]["expr"]) == []
     (lag,) = prom_query(
         prometheus,
         "(time() - max without (instance, pod) (dpstream_last_release_timestamp_seconds))"
@@ -96,6 +151,11 @@ def test_real_prometheus_scrapes_the_worker_and_evaluates_the_rules(
     )
     assert lag["metric"]["stream"] == live_worker.stream and float(lag["value"][1]) < 2
     assert prom_query(prometheus, rules["DpstreamWorkerDown"]["expr"]) == []
+    (ready,) = prom_query(prometheus, "dpstream_ready")
+    assert float(ready["value"][1]) == 1
+    assert prom_query(prometheus, rules["DpstreamNotReady"]["expr"]) == []
+    # Every dead-letter reason has its zero series before any dead letter (issue 15).
+    assert prom_query(prometheus, "dpstream_dead_letters_total")
 
     # Undecodable input goes to dead-letter; once scraped, the rising-dead-letters rule is pending.
     live_worker.produce([(b"bad", b"\xc1 not msgpack")])
@@ -113,7 +173,8 @@ def test_real_prometheus_scrapes_the_worker_and_evaluates_the_rules(
     assert all(r["health"] == "ok" for r in by_name.values()), [
         (r["name"], r.get("lastError")) for r in by_name.values()
     ]
-    assert by_name["DpstreamNoRelease"]["state"] == "inactive"
+    assert by_name["DpstreamReleaseOverdue"]["state"] == "inactive"
+    assert by_name["DpstreamNotReady"]["state"] == "inactive"
     assert (
         by_name["DpstreamWorkerDown"]["state"]
         == by_name["DpstreamWorkerAbsent"]["state"]
@@ -121,3 +182,11 @@ def test_real_prometheus_scrapes_the_worker_and_evaluates_the_rules(
     )
     (dead,) = prom_query(prometheus, "sum(dpstream_dead_letters_total)")
     assert float(dead["value"][1]) >= 1
+
+
+def test_chart_readme_explains_every_alert() -> None:
+    readme = (ROOT / "charts" / "dpstream" / "README.md").read_text()
+    for rule in _rules():
+        row = next((x for x in readme.splitlines() if x.startswith(f"| {rule['alert']} |")), None)
+        assert row is not None, f"{rule['alert']} missing from the chart README's alert table"
+        assert f"| {rule['labels']['severity']} |" in row, rule["alert"]

@@ -131,6 +131,8 @@ annotations:
   value: {{ .Values.metrics.port | quote }}
 - name: DPSTREAM_METRICS_BIND
   value: "0.0.0.0"
+- name: DPSTREAM_EXPOSE_DATA_COUNTS
+  value: {{ ternary "true" "false" .Values.metrics.exposeDataCounts | quote }}
 - name: DPSTREAM_LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
 - name: DPSTREAM_NOISE_KEY_FILE
