@@ -13,13 +13,31 @@ from typing import Any
 
 from app.dp.central import BA, BD, PBA, PBD, Sample, Uniform
 from app.dp.errors import ParameterError
-from app.dp.local import LBA, LBD, LBU, LPA, LPD, LPU, LSP, PLBU
+from app.dp.local import (
+    LBA,
+    LBD,
+    LBU,
+    LPA,
+    LPD,
+    LPU,
+    LSP,
+    PLBAOPS,
+    PLBARP,
+    PLBDOPS,
+    PLBDRP,
+    PLBU,
+    PLPA,
+    PLPD,
+    PLPAPlus,
+    PLPDPlus,
+)
 from app.dp.mechanism import Mechanism
 from app.dp.wn import STBD
 
 _REGISTRY: dict[str, type[Mechanism]] = {
     cls.name: cls
     for cls in (Uniform, Sample, BD, BA, PBD, PBA, LBU, LSP, LPU, LBD, LBA, LPD, LPA, PLBU, STBD)
+    + (PLPD, PLPA, PLPDPlus, PLPAPlus, PLBDRP, PLBARP, PLBDOPS, PLBAOPS)  # PLDP-IDS
 }
 
 

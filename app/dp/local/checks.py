@@ -77,6 +77,8 @@ def window_violations(
     m: LocalMechanism, requests: list[CollectionRequest], slots: int
 ) -> list[str]:
     """Windows in which a bucket or a group spent more than its ``eps`` (empty: none)."""
+    if getattr(m, "personalized", False):  # every user's own (w_i, eps_i): PLDP-IDS
+        return personal_window_violations(m, requests)
     budgets = m.ledger.budgets
     problems = []
     if m.population_division:
@@ -106,6 +108,61 @@ def window_violations(
                     problems.append(f"group {g} over eps in window ending at slot {t}")
                     break
     return problems
+
+
+def personal_window_violations(m: Any, requests: list[CollectionRequest]) -> list[str]:
+    """Personalized population division (PLDP-IDS): the invariants of every user's own level.
+
+    ``m.population.level_sizes[k, b] > 0`` says bucket ``b`` holds users of level ``k``
+    (``m.groups[k]``), who report with ``r.units[k]`` whenever a request asks ``b``. Checks, in
+    exact units: (I1) in every window of ``w_k`` slots those users spend at most ``eps_k``;
+    (I2/I3) a bucket is asked at most once per recycling window ``m.window``, and a level whose
+    ``w_k`` exceeds it reports with at most ``eps_k / ceil(w_k / W)``.
+    """
+    pop, window = m.population, int(m.window)
+    if not requests:
+        return []
+    parts = [_cohort(r, pop.buckets) for r in requests]
+    buckets = np.concatenate(parts).astype(np.int64)
+    which = np.repeat(np.arange(len(requests)), [p.size for p in parts])
+    slots = np.array([r.slot for r in requests], dtype=np.int64)[which]
+    order = np.lexsort((slots, buckets))
+    buckets, slots, which = buckets[order], slots[order], which[order]
+    problems = []
+    close = np.flatnonzero((buckets[1:] == buckets[:-1]) & (np.diff(slots) < window))
+    if close.size:
+        i = int(close[0])
+        problems.append(
+            f"bucket {buckets[i]} asked at slots {slots[i]} and {slots[i + 1]}, "
+            f"less than W={window} apart"
+        )
+    span = int(slots.max()) + max(g.w for g in m.groups) + 1
+    key = buckets * span + slots  # sorted; a bucket's window never reaches the previous one
+    units = np.array([list(r.units) for r in requests], dtype=object)
+    for k, (group, budget) in enumerate(zip(m.groups, m.ledger.budgets, strict=True)):
+        held = pop.level_sizes[k, buckets] > 0
+        kk, u = key[held], units[which[held], k]
+        if group.w > window and any(
+            int(x) * -(-group.w // window) > budget.total for x in set(u.tolist())
+        ):
+            problems.append(f"level {k} reports more than eps/ceil(w/W) with w={group.w} > W")
+        cum = np.concatenate([np.array([0], dtype=object), np.cumsum(u)])
+        first = np.searchsorted(kk, kk - group.w + 1, side="left")
+        spent = cum[1:] - cum[first]
+        over = np.flatnonzero(spent > budget.total)
+        if over.size:
+            i = int(over[0])
+            b, t = int(kk[i] // span), int(kk[i] % span)
+            problems.append(
+                f"bucket {b} (level {k}: w={group.w}) spent {budget.to_eps(int(spent[i])):.6g} > "
+                f"eps={group.eps:g} in the window ending at slot {t}"
+            )
+    return problems
+
+
+def _cohort(request: CollectionRequest, buckets: int) -> np.ndarray[Any, Any]:
+    cohort = request.cohort_buckets()
+    return np.arange(buckets) if cohort is None else cohort
 
 
 def _same(a: list[Release], b: list[Release]) -> bool:

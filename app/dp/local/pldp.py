@@ -1,0 +1,279 @@
+"""The framework every PLDP-IDS population mechanism shares (spec §3.0).
+
+Paper: L. Du et al., *PLDP-IDS*, §IV.B-§V.C (Algs. 3-6). Reading aid:
+``shared/specs/seed-002-pldp-ids.md`` §3.0, §2.5, §3.3-§3.7.
+
+Every user ``i`` holds a requirement level ``(w_i, eps_i)``; the levels are the stream's
+requirement groups, and ``users[k]`` users hold level ``k`` (indices assigned in blocks, as for
+:class:`~app.dp.local.plbu.PLBU`). Per slot, as in LDP-IDS's population division:
+
+* M_s: ``z`` available users report with GRR at their own report budget ``eps'_i``; the
+  service estimates ``f_s`` with PFO (:mod:`app.dp.local.pfo`; for the ``+`` variants after
+  PUE, :mod:`app.dp.local.pue`) and ``dis = mean((f_s - f_{t-1})**2) - V_PLDP / d`` (Eq. 3,
+  spec §2.5, A25);
+* M_r: if ``dis > err`` (Eq. 7) for a candidate publication cohort, that cohort reports and its
+  PFO estimate is released; otherwise the last release is repeated;
+* recycling: a user who reported at ``tau`` is available again at ``tau + W``.
+
+The subclasses decide ``W``, ``z``, the budget shares and the publication rule:
+:class:`~app.dp.local.plpd.PLPD` / :class:`~app.dp.local.plpa.PLPA` (``W = w_max``,
+``z = floor(n / (2 w_max))``, full ``eps_i``), :class:`~app.dp.local.plpd_plus.PLPDPlus` /
+:class:`~app.dp.local.plpa_plus.PLPAPlus` (OPS and PUE) and the ablations
+(:mod:`app.dp.local.pldp_ablations`).
+
+A collection request carries one entry per level: the report budget ``eps'_k`` as a float and in
+the level's exact ledger units (``floor(total_k / s_k)``, so ``s_k`` reports never exceed
+``eps_k`` on a device's :class:`~app.dp.budget.SlotLedger`). The population ledger
+(:class:`~app.dp.local.personal_population.PersonalPopulation`) enforces both ``W`` and every
+user's own window.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from app.dp.budget import GroupBudget
+from app.dp.errors import ParameterError
+from app.dp.local.base import Ask, CollectionRequest, LocalMechanism, ProtocolError, Tally
+from app.dp.local.base import _check_int as check_int
+from app.dp.local.ops import SPLIT_RULES, OPSResult, SplitRule, ops
+from app.dp.local.personal_population import PersonalPopulation
+from app.dp.local.pfo import estimate, merge, pldp_variance, project_simplex, report_error
+from app.dp.local.population import MAX_BUCKETS
+from app.dp.local.pue import pue
+from app.dp.types import FloatArray, Group, IntArray
+
+
+class PLDPMechanism(LocalMechanism):
+    """Base of PLPD, PLPA, PLPD+, PLPA+ and the ablations; see the module docstring."""
+
+    personalized: ClassVar[bool] = True
+    use_ops: ClassVar[bool] = False
+    """Choose ``W``, ``z`` and the budget shares with OPS (Alg. 1) instead of ``w_max``."""
+    use_pue: ClassVar[bool] = False
+    """Pool re-perturbed reports of higher budgets into lower groups (Alg. 2)."""
+    candidate_err: ClassVar[bool] = False
+    """``err`` from the drawn candidate's budget mix (Alg. 3/4) instead of the population's."""
+
+    def __init__(
+        self,
+        d: int,
+        groups: Sequence[Group] | None = None,
+        users: Sequence[int] | int | None = None,
+        buckets: int | None = None,
+        split_rule: SplitRule = "safe_max",
+        dis_on_raw: bool = False,
+        *,
+        eps: float | None = None,
+        w: int | None = None,
+    ) -> None:
+        check_int("d", d, 2)
+        if groups is None:  # the homogeneous case (w_i, eps_i) = (w, eps): LDP-IDS
+            check_int("w", w, 1)
+            if not isinstance(eps, int | float) or not math.isfinite(eps) or eps <= 0:
+                raise ParameterError(f"eps must be a finite number > 0, got {eps!r}")
+            groups = [Group(int(w or 0), eps)]
+        elif eps is not None or w is not None:
+            raise ParameterError("give either groups or (eps, w), not both")
+        levels = tuple(groups)
+        if not levels or not all(isinstance(g, Group) for g in levels):
+            raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
+        if isinstance(users, int) and not isinstance(users, bool) and len(levels) == 1:
+            users = [users]
+        sizes = list(users) if isinstance(users, Sequence) else []
+        if len(sizes) != len(levels):
+            raise ParameterError(f"users must give one count per group, got {users!r}")
+        for n in sizes:
+            check_int("users", n, 1)
+        if split_rule not in SPLIT_RULES:
+            raise ParameterError(f"split_rule must be one of {SPLIT_RULES}, got {split_rule!r}")
+        if not isinstance(dis_on_raw, bool):
+            raise ParameterError(f"dis_on_raw must be a bool, got {dis_on_raw!r}")
+        self.d, self.groups, self.buckets = int(d), levels, buckets
+        self.group_users = [int(n) for n in sizes]
+        self.users = sum(self.group_users)
+        self.w = max(g.w for g in levels)
+        self.eps = min(g.eps for g in levels)
+        self.oracle = "grr"
+        self.split_rule: SplitRule = split_rule
+        self.dis_on_raw = dis_on_raw
+        if self.users < 2 * self.w:
+            raise ParameterError(f"users must total at least 2 max(w)={2 * self.w}, got {users!r}")
+        if buckets is not None:
+            check_int("buckets", buckets, 1)
+            if buckets > min(self.users, MAX_BUCKETS):
+                raise ParameterError(
+                    f"buckets must be at most min(users, {MAX_BUCKETS}), got {buckets!r}"
+                )
+        self._setup()
+        if self.n_buckets < 2 * self.window:
+            raise ParameterError(
+                f"buckets must be at least 2W={2 * self.window}, got {self.n_buckets}"
+            )
+        self._reset()
+
+    def _setup(self) -> None:
+        """``W``, the unit ``z`` and the shares ``s_k`` (Alg. 5/6 setup, or OPS for Alg. 3/4)."""
+        self.selection: OPSResult | None = None
+        if self.use_ops:
+            self.selection = ops(self.groups, self.group_users, self.d, self.split_rule)
+            assert self.selection.window is not None
+            self.window: int = self.selection.window  # spec A9
+            self.unit: int = self.selection.z_opt
+            self.shares: tuple[int, ...] = self.selection.shares
+        else:
+            self.window = self.w  # W = w_max
+            self.unit = self.users // (2 * self.w)  # z = floor(n / (2 w_max)), spec A4
+            self.shares = (1,) * len(self.groups)
+        totals = [GroupBudget(g).total for g in self.groups]  # eps_k in exact units
+        self.report_units = [t // s for t, s in zip(totals, self.shares, strict=True)]
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.population: PersonalPopulation = PersonalPopulation(
+            self.group_users, self.n_buckets, self.window, self.groups, self.shares
+        )
+        self.report_eps = [
+            b.to_eps(u) for b, u in zip(self.ledger.budgets, self.report_units, strict=True)
+        ]
+
+    @property
+    def unit_users(self) -> int:
+        """``z``: the dissimilarity cohort per slot and the absorption unit."""
+        return self.unit
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "d": self.d,
+            "groups": [[g.w, g.eps] for g in self.groups],
+            "users": list(self.group_users),
+            "buckets": self.buckets,
+            "split_rule": self.split_rule,
+            "dis_on_raw": self.dis_on_raw,
+        }
+
+    @classmethod
+    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> PLDPMechanism:
+        """The stream's levels are the users' requirement levels; ``users`` per level."""
+        return cls(d=d, groups=groups, **params)
+
+    @classmethod
+    def test_params(cls) -> dict[str, Any]:
+        return {
+            "d": 3,
+            "groups": [Group(4, 1.0), Group(2, 0.5), Group(3, 2.0)],
+            "users": [30, 18, 24],
+        }
+
+    # -- M_s, PFO and PUE --------------------------------------------------------------------
+
+    def _dissimilarity_ask(self, t: int, rng: np.random.Generator) -> Ask | None:
+        cohort = self.population.draw(t, self.unit, rng)  # Alg. 5 l.1 / Alg. 3 l.4: z users
+        return Ask("dissimilarity", cohort, list(self.report_units))
+
+    def _asked(self, ask: Ask) -> IntArray:
+        if ask.cohort is None:
+            return np.array(self.group_users, dtype=np.int64)
+        return self.population.users_in_levels(ask.cohort)
+
+    def pfo(self, tally: Tally, rng: np.random.Generator) -> tuple[FloatArray, float]:
+        """The PFO estimate of a tally and its ``V_PLDP`` (after PUE for the ``+`` variants)."""
+        keys, support, reports = merge(self.report_eps, tally.support, tally.reports, self.d)
+        if self.use_pue:
+            support, reports = pue(keys, support, reports, rng)  # Alg. 2
+        est = estimate(keys, support, reports, self.d)  # PFO.A, PFO.E (Eq. 1)
+        return est, pldp_variance(keys, reports.tolist(), self.d)
+
+    def on_tally(self, tally: Tally, rng: np.random.Generator) -> CollectionRequest | None:
+        o = self._open
+        if o is None or o.pending is None:
+            raise ProtocolError("no request is pending")
+        ask = o.pending
+        if (tally.slot, tally.round) != (o.t, ask.round):
+            raise ProtocolError(
+                f"tally is for slot {tally.slot} {tally.round}, pending is slot {o.t} {ask.round}"
+            )
+        asked = self._asked(ask)
+        if tally.support.shape != (len(self.groups), self.d) or (tally.reports > asked).any():
+            raise ParameterError(
+                f"tally must have support ({len(self.groups)}, {self.d}) and at most "
+                f"{asked.tolist()} reports, got {tally.support.shape} and "
+                f"{tally.reports.tolist()}"
+            )
+        o.pending = None
+        if int(tally.reports.sum()) == 0:  # nobody answered
+            if ask.round == "dissimilarity":
+                return self._decide(o.t, -math.inf, rng)
+            o.status = "skip"
+            return None
+        est, variance = self.pfo(tally, rng)
+        if ask.round == "dissimilarity":  # Alg. 5 l.3-4 (Eq. 3, spec A24, A25)
+            f_s = est if self.dis_on_raw else project_simplex(est)
+            dis = float(np.mean((f_s - self.last_release) ** 2)) - variance / self.d
+            return self._decide(o.t, dis, rng)
+        o.histogram = project_simplex(est)  # Alg. 5 l.11 (spec §2.7)
+        o.status = "publish"
+        self._published(o.t, ask)
+        return None
+
+    # -- M_r helpers -------------------------------------------------------------------------
+
+    def publication_error(self, cohort: IntArray) -> float:
+        """``err`` (Eq. 7) of a publication by ``cohort``: population mix (Alg. 5 l.7) or the
+        cohort's own mix (Alg. 3 l.16, spec A26); no PUE inside ``err`` (spec §2.4)."""
+        n_pp = self.population.users_in(cohort)
+        if n_pp <= 0:
+            return math.inf
+        if self.candidate_err:
+            counts = self.population.users_in_levels(cohort).tolist()
+        else:
+            counts = [n_pp * k / self.users for k in self.group_users]
+        return report_error(self.report_eps, counts, self.users, self.d)
+
+    def _publish_ask(self, cohort: IntArray) -> Ask:
+        return Ask("publication", cohort, list(self.report_units))
+
+    def describe_levels(self) -> str:
+        """``W``, ``z`` and the shares, for :meth:`describe`."""
+        shares = ", ".join(
+            f"(w={g.w}, eps={g.eps:g}) x1/{s}"
+            for g, s in zip(self.groups, self.shares, strict=True)
+        )
+        return f"W={self.window}, z={self.unit}, levels {shares}"
+
+
+def expected_tally(request: CollectionRequest, m: PLDPMechanism, f: Sequence[float]) -> Tally:
+    """The noise-free answer of every asked user when the values have frequencies ``f``.
+
+    Per level ``k``, ``n_k`` asked users give support ``rint(n_k (p_k f + q_k (1 - f)))`` at the
+    level's report budget: a deterministic stand-in for devices in examples.
+    """
+    cohort = request.cohort_buckets()
+    n = np.array(m.group_users) if cohort is None else m.population.users_in_levels(cohort)
+    fa = np.asarray(f, dtype=np.float64)
+    rows = []
+    for k, e in enumerate(request.eps):
+        p, q = math.exp(e) / (math.exp(e) + m.d - 1), 1.0 / (math.exp(e) + m.d - 1)
+        rows.append(np.rint(n[k] * (p * fa + q * (1 - fa))).astype(np.int64))
+    return Tally(request.slot, request.round, np.array(rows), n)
+
+
+def run_expected(
+    m: PLDPMechanism, freqs: Sequence[Sequence[float]], rng: np.random.Generator | None = None
+) -> list[Any]:
+    """Run ``m`` over frequencies ``(T, d)`` answered by :func:`expected_tally`.
+
+    ``rng`` draws the cohorts and PUE (None: a generator seeded with 0). Returns the releases.
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
+    out = []
+    for f in freqs:
+        request = m.open_slot(rng)
+        while request is not None:
+            request = m.on_tally(expected_tally(request, m, f), rng)
+        out.append(m.close_slot())
+    return out
