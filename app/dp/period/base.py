@@ -56,6 +56,13 @@ def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
     return value
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool; otherwise raise naming ``name``."""
+    if not isinstance(value, bool):
+        raise ParameterError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 def check_number(name: str, value: Any, low: float, *, integer: bool = False) -> Any:
     """Return ``value`` if it is a finite (integer) number ``>= low``; otherwise raise."""
     ok = not isinstance(value, bool) and isinstance(
@@ -96,7 +103,7 @@ class PeriodMechanism(Mechanism):
         self.alpha: float | None = None if alpha is None else check_number("alpha", alpha, 0.0)
         if self.alpha == 0.0:
             raise ParameterError(f"alpha must be > 0, got {alpha!r}")
-        self.strict = check_choice("strict", strict, (True, False))
+        self.strict = check_flag("strict", strict)
         self.budget_group = Group(max(g.w for g in groups), min(g.eps for g in groups))
         self._reset()
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from app.dp.errors import ParameterError
-from app.dp.period.base import PeriodMechanism, check_choice, check_number
+from app.dp.period.base import PeriodMechanism, check_choice, check_flag, check_number
 from app.dp.period.perturb import perturb
 from app.dp.period.postprocess import (
     Feature,
@@ -134,7 +134,7 @@ class OptStream(PeriodMechanism):
         self.k: int = check_number("k", k, 2, integer=True)
         self.theta: float = check_number("theta", theta, -np.inf)
         self.sampling = check_choice("sampling", sampling, SAMPLINGS)
-        self.postprocess = check_choice("postprocess", postprocess, (True, False))
+        self.postprocess = check_flag("postprocess", postprocess)
         self.feature_sensitivity = check_choice(
             "feature_sensitivity", feature_sensitivity, ("rigorous", "paper")
         )

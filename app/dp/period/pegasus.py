@@ -120,7 +120,7 @@ class PeGaSus(PeriodMechanism):
         delta = self.delta
         row = x[0]
         noisy = row + rng.laplace(0.0, delta / eps_p, row.shape)  # Perturber
-        if not self.group_true or self.closed or len(self.group_true) >= self.period:
+        if not self.group_true or self.closed or len(self.group_true) >= self.budget_group.w:
             self._new_group(row, noisy, 5.0 * delta / eps_g + rng.laplace(0.0, 4 * delta / eps_g))
         else:  # Grouper: does the slot keep the group's deviation under the threshold?
             grown = np.vstack([self.group_true, row])
