@@ -213,6 +213,10 @@ def yield_checks(kind: str) -> Iterator[Check]:
         from app.dp.wn.checks import yield_graph_checks  # the (w,n) family's own checks
 
         yield from yield_graph_checks()
+    elif kind == "period":
+        from app.dp.period_checks import yield_period_checks  # releases known at a later slot
+
+        yield from yield_period_checks()
     else:
         raise ValueError(f"no checks for kind {kind!r}")
 
