@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from app.dp.errors import StateMismatchError
 from app.dp.types import Group
 
-Kind = Literal["central", "local", "graph"]
+Kind = Literal["central", "local", "graph", "period"]
 
 
 class Mechanism(ABC):

@@ -32,11 +32,13 @@ from app.dp.local import (
     PLPDPlus,
 )
 from app.dp.mechanism import Mechanism
+from app.dp.period import DFT, HierOptStream, OptStream, PeGaSus
 from app.dp.wn import STBD
 
 _REGISTRY: dict[str, type[Mechanism]] = {
     cls.name: cls
     for cls in (Uniform, Sample, BD, BA, PBD, PBA, LBU, LSP, LPU, LBD, LBA, LPD, LPA, PLBU, STBD)
+    + (OptStream, HierOptStream, DFT, PeGaSus)  # period mechanisms (app.dp.period)
     + (PLPD, PLPA, PLPDPlus, PLPAPlus, PLBDRP, PLBARP, PLBDOPS, PLBAOPS)  # PLDP-IDS
 }
 
