@@ -33,11 +33,12 @@ from app.dp.local import (
 )
 from app.dp.mechanism import Mechanism
 from app.dp.period import DFT, HierOptStream, OptStream, PeGaSus
-from app.dp.wn import STBD
+from app.dp.wn import STBD, STR, RescueDP
 
 _REGISTRY: dict[str, type[Mechanism]] = {
     cls.name: cls
-    for cls in (Uniform, Sample, BD, BA, PBD, PBA, LBU, LSP, LPU, LBD, LBA, LPD, LPA, PLBU, STBD)
+    for cls in (Uniform, Sample, BD, BA, PBD, PBA, LBU, LSP, LPU, LBD, LBA, LPD, LPA, PLBU)
+    + (STBD, STR, RescueDP)  # (w,n) mechanisms over a graph (app.dp.wn)
     + (OptStream, HierOptStream, DFT, PeGaSus)  # period mechanisms (app.dp.period)
     + (PLPD, PLPA, PLPDPlus, PLPAPlus, PLBDRP, PLBARP, PLBDOPS, PLBAOPS)  # PLDP-IDS
 }

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from app.dp.wn.base import GraphMechanism, GraphRelease
 from app.dp.wn.ledger import GraphLedger
+from app.dp.wn.rescuedp import RescueDP
 from app.dp.wn.stbd import STBD
+from app.dp.wn.str_ import STR
 
-__all__ = ["STBD", "GraphLedger", "GraphMechanism", "GraphRelease"]
+__all__ = ["STBD", "STR", "GraphLedger", "GraphMechanism", "GraphRelease", "RescueDP"]
