@@ -1,0 +1,241 @@
+"""OptStream offline claims: regional half-hourly load, the paper's settings, mean L1 error.
+
+Runs the period mechanisms through the registry on
+
+* ``rte2013``: RTE's regional consumption (12 metropolitan regions, half-hourly, January and
+  February 2013), read from ``<data root>/rte_regional_2013/`` (``$DPSTREAM_DATA`` or
+  ``../shared/data/raw``; see SOURCE.md there). It stands in for the paper's 2016 data (spec
+  seed-001 §5.1): its two months replace Feb/Jun/Oct 2016. The 12 records of 2013-01-01 00:00
+  without a value take the next half-hour's value.
+* ``synthetic``: a documented generator with the regional means of the paper's Table 2, a
+  daily shape (night trough, morning and evening peaks), a weekly cycle (weekends -8%) and
+  AR(1) noise.
+
+Every region is its own stream (``d = 1``), as in the paper; the error of a run is the
+per-point mean ``|x^ - x|`` over the month (spec §5.5, item 18), averaged over regions and
+trials, reported as log10. Paper setting (spec §5.3): ``w = 48``, ``k = 10``, ``theta = 1000``,
+``eps`` thirds, feature sensitivity as the paper, aligned periods (``strict=False``); the
+``--strict`` flag reruns with dpstream's defaults.
+
+``python -m app.bench.optstream [--trials N] [--strict] [--out DIR]`` prints Markdown tables
+for H1-H3 (and H6 with ``--alpha``) and writes ``optstream.csv`` with one row per run
+(dataset, month, region, mechanism, eps, delta, seed, error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.bench.datasets.base import data_root
+from app.dp.registry import create
+from app.dp.types import Group
+
+W = 48
+TABLE2_MW = {  # the paper's Table 2, daily average MW in 2016
+    "Auvergne-Rhône-Alpes": 7717.58,
+    "Bourgogne-Franche-Comté": 2498.23,
+    "Bretagne": 2554.23,
+    "Centre-Val de Loire": 2157.97,
+    "Grand Est": 5286.24,
+    "Hauts-de-France": 5832.26,
+    "Île-de-France": 8315.13,
+    "Normandie": 3267.22,
+    "Nouvelle-Aquitaine": 4985.68,
+    "Occitanie": 4314.7,
+    "Pays de la Loire": 3174.17,
+    "Provence-Alpes-Côte d'Azur": 4782.4,
+}
+
+PAPER = {"strict": False, "k": 10, "theta": 1000.0}
+OPT = {**PAPER, "feature_sensitivity": "paper", "es_split": "thirds"}
+MECHANISMS: dict[str, tuple[str, dict[str, Any]]] = {
+    "Laplace": ("optstream", {**OPT, "sampling": "none", "postprocess": False}),
+    "DFT": ("dft", {"strict": False, "k": 10}),
+    "OptStream_ES": ("optstream", {**OPT, "sampling": "es"}),
+    "OptStream_LS": ("optstream", {**OPT, "sampling": "ls"}),
+}
+ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "<P,o,o>": ("optstream", {**OPT, "sampling": "none", "postprocess": False}),
+    "<P,o,O>": ("optstream", {**OPT, "sampling": "none", "postprocess": True}),
+    "<P,S,o>": ("optstream", {**OPT, "sampling": "ls", "postprocess": False}),
+    "<P,S,O>": ("optstream", {**OPT, "sampling": "ls", "postprocess": True}),
+}
+
+
+def load_rte(month: str, root: Path | None = None) -> tuple[list[str], np.ndarray]:
+    """``(regions, (slots, 12) MW)`` for ``month`` in ``"2013-01"``, ``"2013-02"``."""
+    path = (root or data_root()) / "rte_regional_2013" / f"{month}.json.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        records = json.load(fh)
+    cells: dict[tuple[str, str], float] = {}
+    for rec in records:
+        f = rec["fields"]
+        value = f.get("consommation_brute_electricite_rte")
+        cells[(f["date_heure"], f["region"])] = math.nan if value is None else float(value)
+    stamps = sorted({s for s, _ in cells})
+    regions = sorted({r for _, r in cells})
+    x = np.array([[cells.get((s, r), math.nan) for r in regions] for s in stamps])
+    for t in range(len(x) - 2, -1, -1):  # a missing value takes the next half-hour's
+        x[t] = np.where(np.isnan(x[t]), x[t + 1], x[t])
+    if np.isnan(x).any() or len(x) % W:
+        raise ValueError(f"{path}: incomplete half-hourly grid")
+    return regions, x
+
+
+def synthetic_load(days: int, seed: int) -> tuple[list[str], np.ndarray]:
+    """Half-hourly regional loads: Table 2 means x (daily shape) x (weekly cycle) + AR(1)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(days * W)
+    hour = (t % W) / 2
+    daily = (
+        1
+        - 0.18 * np.cos(2 * np.pi * (hour - 4) / 24)  # night trough near 04:00
+        + 0.06 * np.exp(-((hour - 19.5) ** 2) / 4)  # evening peak
+        + 0.04 * np.exp(-((hour - 12.0) ** 2) / 6)  # midday shoulder
+    )
+    weekly = np.where((t // W) % 7 >= 5, 0.92, 1.0)
+    regions = list(TABLE2_MW)
+    means = np.array([TABLE2_MW[r] for r in regions])
+    ar = np.zeros((len(t), len(regions)))
+    shocks = rng.normal(0, 0.01, ar.shape)
+    for i in range(1, len(t)):
+        ar[i] = 0.97 * ar[i - 1] + shocks[i]
+    return regions, means * (daily * weekly)[:, None] * (1 + ar)
+
+
+def mean_l1(
+    name: str, params: dict[str, Any], x: np.ndarray, eps: float, alpha: float | None, seed: int
+) -> float:
+    """Per-point mean L1 error of one run on one region's series ``x`` (slots,)."""
+    m = create(name, d=1, groups=[Group(W, eps)], alpha=alpha, **params)
+    rng = np.random.default_rng(seed)
+    out = np.empty(len(x))
+    for v in x.reshape(-1, 1, 1):
+        for r in m.step(v if alpha is not None else np.rint(v).astype(np.int64), rng):
+            out[r.slot - 1] = r.histogram[0]
+    truth = x if alpha is not None else np.rint(x)
+    return float(np.abs(out - truth).mean())
+
+
+def run(
+    datasets: dict[str, dict[str, tuple[list[str], np.ndarray]]],
+    mechanisms: dict[str, tuple[str, dict[str, Any]]],
+    eps_grid: list[float],
+    alphas: list[float | None],
+    trials: int,
+    strict: bool,
+    rows: list[dict[str, Any]],
+) -> dict[tuple[str, str, str, float, float | None], float]:
+    """Mean error (over regions and trials) per (dataset, month, mechanism, eps, alpha)."""
+    acc: dict[tuple[str, str, str, float, float | None], list[float]] = defaultdict(list)
+    for ds, months in datasets.items():
+        for month, (regions, x) in months.items():
+            for label, (name, params) in mechanisms.items():
+                p = {**params, "strict": strict}
+                if "k" in p and alphas and alphas[0] == 100.0:
+                    p["k"] = 5  # spec §5.3: k = 5 when alpha = 100
+                for eps in eps_grid:
+                    for alpha in alphas:
+                        for r, region in enumerate(regions):
+                            for seed in range(trials):
+                                err = mean_l1(name, p, x[:, r], eps, alpha, seed)
+                                acc[(ds, month, label, eps, alpha)].append(err)
+                                rows.append(
+                                    {
+                                        "dataset": ds,
+                                        "month": month,
+                                        "region": region,
+                                        "mechanism": label,
+                                        "registry": name,
+                                        "eps": eps,
+                                        "alpha": alpha,
+                                        "strict": strict,
+                                        "seed": seed,
+                                        "params": json.dumps(p, sort_keys=True),
+                                        "error": err,
+                                    }
+                                )
+    return {key: float(np.mean(v)) for key, v in acc.items()}
+
+
+def table(
+    results: dict[tuple[str, str, str, float, float | None], float], labels: list[str], title: str
+) -> str:
+    """Markdown: one row per (dataset, month, eps, alpha), log10 mean L1 per mechanism."""
+    keys = sorted(
+        {(d, m, e, a) for d, m, _, e, a in results}, key=lambda k: (k[0], k[1], -k[2], k[3] or 0)
+    )
+    lines = [
+        f"### {title}",
+        "",
+        "| data | month | eps | alpha | " + " | ".join(labels) + " |",
+        "|---|---|---|---|" + "---|" * len(labels),
+    ]
+    for d, m, e, a in keys:
+        cells = [f"{math.log10(results[(d, m, lab, e, a)]):.2f}" for lab in labels]
+        lines.append(
+            f"| {d} | {m} | {e:g} | {a if a is not None else 1} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app.bench.optstream", description=__doc__)
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--strict", action="store_true", help="dpstream's strict periods")
+    parser.add_argument("--eps", type=float, nargs="+", default=[1.0, 0.1, 0.01])
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        nargs="*",
+        default=None,
+        help="(w, alpha) sums: run H6 over these alphas at eps = 1",
+    )
+    parser.add_argument("--ablations", action="store_true", help="H3: the four ablations")
+    parser.add_argument("--synthetic-days", type=int, default=28)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    datasets = {
+        "rte2013": {m: load_rte(m) for m in ("2013-01", "2013-02")},
+        "synthetic": {"28d": synthetic_load(args.synthetic_days, seed=2016)},
+    }
+    mechanisms = ABLATIONS if args.ablations else MECHANISMS
+    rows: list[dict[str, Any]] = []
+    start = time.time()
+    if args.alpha:
+        out = []
+        for alpha in args.alpha:
+            res = run(datasets, mechanisms, [1.0], [alpha], args.trials, args.strict, rows)
+            out.append(table(res, list(mechanisms), f"alpha = {alpha:g}, eps = 1"))
+        text = "\n\n".join(out)
+    else:
+        res = run(datasets, mechanisms, args.eps, [None], args.trials, args.strict, rows)
+        text = table(res, list(mechanisms), "log10 mean L1 error (Delta = 1)")
+    print(text)
+    print(
+        f"\n{len(rows)} runs, {args.trials} trials, strict={args.strict}, "
+        f"{time.time() - start:.0f} s",
+        file=sys.stderr,
+    )
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        with open(args.out / "optstream.csv", "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
