@@ -34,3 +34,11 @@ def test_tiny_grid_runs_and_records_every_run():
     assert all(r["params"] and r["error"] > 0 for r in rows)
     # the Laplace baseline's error is near w / eps = 48 (spec §5.7), far below the loads
     assert 20 < res[("synthetic", "2d", "Laplace", 1.0, None)] < 90
+
+
+def test_tiny_hierarchy_is_consistent_and_recorded():
+    regions, x = bench.synthetic_load(1, seed=4)
+    rows: list[dict] = []
+    res = bench.hierarchy({"synthetic": {"1d": (regions, x)}}, [10.0], 1, False, rows)
+    assert ("synthetic", "1d national", "OptStream_h", 1.0, 10.0) in res
+    assert len(rows) == 2 * 5
