@@ -4,7 +4,7 @@
 ['uniform', 'sample', 'bd', 'ba', 'pbd', 'pba']
 >>> from app.dp.types import Group
 >>> create("pba", d=100, groups=[Group(120, 0.6), Group(40, 1.0)], noise="laplace")
-PBA(d=100, groups=[[120, 0.6], [40, 1.0]], noise='laplace')
+PBA(d=100, groups=[[120, 0.6], [40, 1.0]], noise='laplace', sensitivity=1)
 """
 
 from __future__ import annotations
