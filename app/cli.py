@@ -12,7 +12,13 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-VERB_MODULES = ("app.bench.cli", "app.stream.cli", "app.conformance", "app.tools.cli")
+VERB_MODULES = (
+    "app.bench.cli",
+    "app.stream.cli",
+    "app.conformance",
+    "app.tools.cli",
+    "app.audit.cli",
+)
 """Registration order matters: :mod:`app.tools.cli` adds ``bench throughput`` to ``bench``."""
 
 

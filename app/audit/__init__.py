@@ -1,0 +1,24 @@
+"""Empirical privacy auditing: lower bounds on every registered mechanism's privacy loss.
+
+The auditor builds neighbouring inputs under each mechanism's own privacy model
+(:mod:`~app.audit.pairs`), runs many independent trials of the real mechanism class
+(:mod:`~app.audit.runners`), summarizes each run (:mod:`~app.audit.features`), searches a
+distinguishing event on half of the runs and certifies it on the other half
+(:mod:`~app.audit.events`) with exact Clopper-Pearson bounds (:mod:`~app.audit.bounds`), and
+judges the bound against the claimed ``eps`` (:mod:`~app.audit.verdict`). Deliberately broken
+mechanisms (:mod:`~app.audit.controls`, never registered) check that the auditor has the power
+to catch real bugs. ``dpstream audit`` (:mod:`~app.audit.cli`) runs it all
+(:mod:`~app.audit.run`) and prints the table (:mod:`~app.audit.report`).
+
+A lower bound at or below the claim is *not* a proof of privacy: it says this auditor, with this
+many trials, found no event violating the claim. A bound above the claim is a proof (at the
+stated confidence) that the implementation is not ``eps``-DP for that pair.
+"""
+
+from __future__ import annotations
+
+from app.audit.run import run_audit
+from app.audit.runners import ADAPTERS, QUICK, Settings
+from app.audit.verdict import Verdict
+
+__all__ = ["ADAPTERS", "QUICK", "Settings", "Verdict", "run_audit"]

@@ -1,0 +1,189 @@
+"""Power controls: deliberately broken mechanisms the auditor must catch. Never registered.
+
+Each control is a real mechanism class with one bug, the kind a ledger does not see, audited with
+the same runners, events and bounds as the registered mechanisms. A control that is not caught
+(lower bound at or below its claimed ``eps``) fails the audit: the auditor has lost its power.
+
+=====================  =========================================================  ==============
+control                the bug                                                    true loss
+=====================  =========================================================  ==============
+``uniform-per-slot``   Uniform draws noise at ``eps`` per slot, records ``eps/w``  ``w eps``
+``uniform-half-scale`` Uniform's noise scale halved                                ``2 eps``
+``uniform-replace-s1`` replace pairs against ``sensitivity=1`` (the 2-eps gap)     ``2 eps``
+``ba-no-nullify``      BA that never updates ``l`` (the authors' code, spec A28)   ``(w+1) eps/2``
+``ba-noiseless-dc``    BA deciding on the un-noised dissimilarity                  unbounded
+``lpu-twice``          LPU asking every device every slot with the full ``eps``    ``w eps``
+=====================  =========================================================  ==============
+
+The configurations (``w``, ``eps``, trials) were chosen by a power analysis of the auditor on
+the ideal Laplace composition (``docs/audit.md``), so that each is caught with probability
+about 0.95 or more at its trial count. ``lpu-twice``'s target runs on :class:`CarelessDevice`, a
+client that does not enforce its window: with the SDK's :class:`~app.client.device.Device` the
+second request is refused and nothing leaks (``tests/audit`` shows both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from app.audit.pairs import boundary_level, central_pair, local_pair
+from app.audit.runners import Case, CentralAdapter, LocalAdapter, Settings
+from app.client.device import Device, Enrollment
+from app.dp.budget import SlotLedger, WindowLedger
+from app.dp.central.ba import BA
+from app.dp.central.base import Outcome
+from app.dp.central.uniform import Uniform
+from app.dp.local.base import Ask
+from app.dp.local.lpu import LPU
+from app.dp.local.population import Population
+from app.dp.noise import perturb
+from app.dp.types import Group, IntArray, Status
+
+BOUNDARY_PROBES = Settings().boundary_probes
+
+
+class UniformPerSlot(Uniform):
+    """Records ``eps/w`` per slot on the ledger but draws the noise at the whole ``eps``."""
+
+    name = "uniform-per-slot"
+
+    def _slot(
+        self, t: int, counts: IntArray, population: list[int], rng: np.random.Generator
+    ) -> Outcome:
+        pub = [2 * b.share for b in self.ledger.budgets]
+        self.ledger.ensure([0], pub)
+        eps = float(self._calibrated([self.ledger.budgets[0].total])[0])  # the bug: eps, not eps/w
+        return Outcome(perturb(self.noise, rng, counts[0].astype(np.float64), eps), "publish",
+                       [0], pub)  # fmt: skip
+
+
+class UniformHalfScale(Uniform):
+    """Uniform whose Laplace scale is half what ``eps/w`` requires."""
+
+    name = "uniform-half-scale"
+
+    def _calibrated(self, units: list[int]) -> list[Fraction]:
+        return [2 * f for f in super()._calibrated(units)]  # the bug: twice the budget
+
+
+class _UncheckedLedger(WindowLedger):
+    """A ledger that records but never refuses: code without the ledger's defence."""
+
+    def ensure(self, dc: Sequence[int], pub: Sequence[int]) -> None:
+        return None
+
+
+class BANoNullify(BA):
+    """BA as the authors' code runs it: ``l`` and its shares are never updated (spec A28)."""
+
+    name = "ba-no-nullify"
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.ledger = _UncheckedLedger(self.budget_groups, self.publication_share)
+
+    def _published(self, t: int, offer: list[int]) -> None:
+        return None  # the bug: Alg. 5 l.17 is missing
+
+
+class BANoiselessDC(BA):
+    """BA that draws the dissimilarity noise but decides on the exact dissimilarity."""
+
+    name = "ba-noiseless-dc"
+
+    def _slot(
+        self, t: int, counts: IntArray, population: list[int], rng: np.random.Generator
+    ) -> Outcome:
+        self._exact = float(np.abs(counts.sum(axis=0) - self.last_release).sum()) / self.d
+        return super()._slot(t, counts, population, rng)
+
+    def _publishes(self, dis: float, threshold: float) -> bool:
+        return self._exact > threshold  # the bug: the un-noised dis*
+
+
+class _OpenLedger(SlotLedger):
+    """A device ledger that records but lets every request fit."""
+
+    def fits(self, slot: int, units: int) -> bool:
+        return True
+
+
+class CarelessDevice(Device):
+    """A client that does not enforce its window (the SDK's :class:`Device` does)."""
+
+    def __init__(self, enrollment: Enrollment) -> None:
+        super().__init__(enrollment)
+        self.ledger = _OpenLedger(self.ledger.budget.group)
+
+
+class _ForgetfulPopulation(Population):
+    """A population ledger that never records who reported."""
+
+    def mark(self, t: int, cohort: Any) -> None:
+        return None
+
+
+class LPUTwice(LPU):
+    """LPU that asks every device at every slot with the whole ``eps``."""
+
+    name = "lpu-twice"
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.population = _ForgetfulPopulation(self.users, self.n_buckets, self.w)
+
+    def _publication_ask(self, t: int, dis: float | None, rng: np.random.Generator) -> Ask | Status:
+        return Ask("publication", None, [self.full])  # the bug: everybody, every slot
+
+
+@dataclass(frozen=True)
+class Control:
+    """A broken mechanism, the case that must catch it, and the trials per side it needs."""
+
+    name: str
+    bug: str
+    trials: int
+    build: Callable[[], Case]
+
+
+def _central(name: str, cls: Any, group: Group, relation: str, scenario: str, **kw: Any) -> Case:
+    adapter = CentralAdapter()
+    if scenario == "boundary":
+        prober = adapter.prober(cls, (group,), 0, 2, np.random.default_rng(0))
+        kw["level"] = boundary_level(prober, BOUNDARY_PROBES)
+    pair = central_pair(relation, scenario, 0, (group,), 2, **kw)  # type: ignore[arg-type]
+    return adapter.case(name, cls, (group,), pair)
+
+
+def _local_twice() -> Case:
+    def build() -> LPUTwice:
+        return LPUTwice(d=2, eps=1.0, w=4, users=16)
+
+    return LocalAdapter().case("lpu-twice", build, local_pair(build(), 0), CarelessDevice)
+
+
+CONTROLS: tuple[Control, ...] = (
+    Control("uniform-per-slot", "noise at eps per slot instead of eps/w", 300,
+            lambda: _central("uniform-per-slot", UniformPerSlot, Group(10, 1.0), "add/remove",
+                             "boundary")),
+    Control("uniform-half-scale", "Laplace scale halved", 1000,
+            lambda: _central("uniform-half-scale", UniformHalfScale, Group(1, 2.0), "add/remove",
+                             "boundary")),
+    Control("uniform-replace-s1", "replace pairs against sensitivity=1", 1000,
+            lambda: _central("uniform-replace-s1", Uniform, Group(1, 2.0), "replace", "jumps",
+                             sensitivity=1)),
+    Control("ba-no-nullify", "BA never updates l: no nullification (spec A28)", 600,
+            lambda: _central("ba-no-nullify", BANoNullify, Group(6, 1.5), "add/remove",
+                             "jumps", suffix=0)),
+    Control("ba-noiseless-dc", "BA decides on the un-noised dissimilarity", 200,
+            lambda: _central("ba-noiseless-dc", BANoiselessDC, Group(3, 1.0), "add/remove",
+                             "boundary")),
+    Control("lpu-twice", "a device reports at every slot of its window with eps", 300,
+            _local_twice),
+)  # fmt: skip
+"""Every power control, in the order the report lists them."""

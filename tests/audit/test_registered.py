@@ -1,0 +1,53 @@
+"""Every registered mechanism passes the quick audit: no lower bound above its claimed eps.
+
+The CI profile (``QUICK``, ``TRIALS`` runs per input) is a smoke test with power only against
+gross violations; ``dpstream audit`` (2000 runs per input, all cases) is the real audit
+(docs/audit.md). Registering a mechanism enrols it here, as in tests/dp/test_conformance.py;
+a kind without an adapter gets a "no adapter" verdict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.audit import ADAPTERS, QUICK, run_audit
+from app.audit.verdict import cases_for
+from app.dp.registry import get, names
+
+TRIALS = 60
+SEED = 20261123
+
+
+@pytest.mark.parametrize("name", names())
+def test_registered_mechanism_passes_the_quick_audit(name):
+    verdicts = run_audit([name], QUICK, TRIALS, seed=SEED, controls=[], progress=False)
+    assert verdicts, name
+    for v in verdicts:
+        assert not v.failed, (v.status, v.lower_bound, v.eps, v.event, v.note)
+    kind = get(name).kind
+    if kind in ADAPTERS:
+        assert all(v.status == "ok" for v in verdicts)
+        assert all(v.lower_bound is not None and v.lower_bound <= v.eps for v in verdicts)
+        groups = {v.group for v in verdicts}
+        assert groups == set(range(len(groups)))  # every requirement group audited
+    else:
+        assert [v.status for v in verdicts] == ["no adapter"]
+        assert f"no adapter for kind {kind!r}" in verdicts[0].note
+
+
+def test_a_kind_without_adapter_is_a_verdict_not_a_crash():
+    class Quantum:
+        kind = "quantum"
+
+    cases, verdict = cases_for("qdp", Quantum, QUICK, np.random.default_rng(0))
+    assert cases == []
+    assert verdict is not None and verdict.status == "no adapter" and not verdict.failed
+    assert "no adapter for kind 'quantum'" in verdict.note
+
+
+def test_personalized_central_mechanisms_are_audited_per_group():
+    verdicts = run_audit(["pba"], QUICK, 20, seed=SEED, controls=[], progress=False)
+    claims = {(v.group, v.w, v.eps) for v in verdicts}
+    assert claims == {(0, 3, 1.0), (1, 2, 0.5)}
+    assert {(v.relation, v.sensitivity) for v in verdicts} == {("add/remove", 1), ("replace", 2)}
