@@ -7,6 +7,7 @@ operator can verify the mechanisms of a deployed image before pointing it at rea
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -27,6 +28,14 @@ def _check(args: argparse.Namespace) -> int:
     from app.dp.checks import factory_for, yield_checks
     from app.dp.registry import get, names
 
+    unknown = [n for n in args.mechanisms if n not in names()]
+    if unknown:
+        print(
+            f"dpstream check: unknown mechanism(s) {', '.join(map(repr, unknown))}; "
+            f"registered: {', '.join(names())}",
+            file=sys.stderr,
+        )
+        return 2
     failures = 0
     for name in args.mechanisms or names():
         cls = get(name)

@@ -2,14 +2,17 @@
 
 The demo and the synthetic producer sit above the service, in :mod:`app.tools.cli`.
 
-Each handler returns an exit code: 0 success, 2 invalid configuration, 1 other failures.
-Heavy imports (Faust, Kafka clients) happen inside the handlers.
+Each handler returns an exit code: 0 success, 2 invalid configuration or unreachable broker,
+1 other failures. A user error is one line on stderr, never a traceback. Every verb that talks
+to Kafka first probes the broker once (:func:`app.stream.kafka.probe`, bounded by
+``--broker-timeout`` or ``DPSTREAM_BROKER_TIMEOUT_S``), so an unreachable broker is one line
+within seconds instead of librdkafka's retry log. Heavy imports (Faust, Kafka clients) happen
+inside the handlers.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from typing import Any
 from app.stream.errors import ServiceError
 
 EXIT_CONFIG = 2
+EXIT_FAILURE = 1
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -25,53 +29,101 @@ def _settings(args: argparse.Namespace) -> Any:
     return load_settings(config=getattr(args, "config", None))
 
 
-def _logging(level: str) -> None:
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr
-    )
+def preflight(args: argparse.Namespace) -> Any:
+    """Load the settings and probe the broker once; return the settings.
+
+    Raises the :class:`ServiceError` to print: a configuration error, or
+    :class:`~app.stream.errors.BrokerUnreachable`.
+    """
+    from app.stream.kafka import probe, probe_timeout_s
+
+    settings = _settings(args)
+    timeout_s = getattr(args, "broker_timeout", None) or probe_timeout_s()
+    probe(settings, timeout_s)
+    return settings
+
+
+def _fail(verb: str, exc: BaseException | str) -> None:
+    print(f"dpstream {verb}: {exc}", file=sys.stderr)
+
+
+def _kafka_error(exc: BaseException) -> str:
+    """librdkafka's one-line text of a ``KafkaException`` (its first argument's ``str()``)."""
+    first = exc.args[0] if exc.args else exc
+    return str(first.str()) if hasattr(first, "str") else str(first)
 
 
 def _worker(args: argparse.Namespace) -> int:
+    """Pre-flight in this order: settings, noise key, broker; then the worker."""
+    from app.stream.kafka import probe, probe_timeout_s
     from app.stream.worker import run
 
     try:
         settings = _settings(args)
+        settings.require_noise_key()
+        probe(settings, args.broker_timeout or probe_timeout_s())
     except ServiceError as exc:
-        print(f"dpstream worker: {exc}", file=sys.stderr)
+        _fail("worker", exc)
         return EXIT_CONFIG
-    return run(settings)
+    try:
+        return run(settings)
+    except ServiceError as exc:
+        _fail("worker", exc)
+        return EXIT_CONFIG
 
 
 def _topics_create(args: argparse.Namespace) -> int:
+    from confluent_kafka import KafkaException
+
     from app.stream.kafka import confluent_config
     from app.stream.topics import create_topics, load_topics
 
     try:
-        settings = _settings(args)
+        settings = preflight(args)
         result = create_topics(load_topics(settings.topic_prefix), confluent_config(settings))
     except ServiceError as exc:
-        print(f"dpstream topics create: {exc}", file=sys.stderr)
+        _fail("topics create", exc)
         return EXIT_CONFIG
+    except KafkaException as exc:
+        _fail("topics create", _kafka_error(exc))
+        return EXIT_FAILURE
     for name, what in sorted(result.items()):
         print(f"{name}\t{what}")
     return 0
 
 
 def _ledger_show(args: argparse.Namespace) -> int:
+    from confluent_kafka import KafkaException
+
     from app.stream.ledger_view import read_ledger, render
 
     try:
         settings = _settings(args)
         stream = settings.stream(args.stream)
+        settings = preflight(args)
         entry = read_ledger(settings, stream.id, timeout_s=args.timeout)
     except ServiceError as exc:
-        print(f"dpstream ledger show: {exc}", file=sys.stderr)
+        _fail("ledger show", exc)
         return EXIT_CONFIG
+    except KafkaException as exc:
+        _fail("ledger show", _kafka_error(exc))
+        return EXIT_FAILURE
     if entry is None:
         print(f"no ledger for stream {stream.id!r} yet", file=sys.stderr)
-        return 1
+        return EXIT_FAILURE
     print(render(stream, entry))
     return 0
+
+
+def add_broker_timeout(p: argparse.ArgumentParser) -> None:
+    """``--broker-timeout``: the pre-flight probe's bound (shared with :mod:`app.tools.cli`)."""
+    p.add_argument(
+        "--broker-timeout",
+        type=float,
+        metavar="S",
+        help="give up after S seconds if no broker answers "
+        "(default: $DPSTREAM_BROKER_TIMEOUT_S, else 8)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -83,18 +135,21 @@ def register(subparsers: Any) -> None:
         help="run the Faust worker (collect + release); configured by DPSTREAM_* variables",
     )
     p.add_argument("--config", type=Path, help=config_help)
+    add_broker_timeout(p)
     p.set_defaults(func=_worker)
 
     p = subparsers.add_parser("topics", help="manage the Kafka topics described in topics/")
     tsub = p.add_subparsers(dest="topics_verb", metavar="ACTION", required=True)
     c = tsub.add_parser("create", help="create missing topics (idempotent)")
     c.add_argument("--config", type=Path, help=config_help)
+    add_broker_timeout(c)
     c.set_defaults(func=_topics_create)
 
     p = subparsers.add_parser("ledger", help="inspect the privacy ledger")
     lsub = p.add_subparsers(dest="ledger_verb", metavar="ACTION", required=True)
     s = lsub.add_parser("show", help="window budget per group and the last releases of a stream")
-    s.add_argument("--stream", required=True, help="stream id")
+    s.add_argument("-s", "--stream", required=True, help="stream id")
     s.add_argument("--config", type=Path, help=config_help)
     s.add_argument("--timeout", type=float, default=10.0, help="seconds to read the ledger")
+    add_broker_timeout(s)
     s.set_defaults(func=_ledger_show)

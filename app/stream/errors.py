@@ -35,3 +35,19 @@ class BadEvent(ServiceError):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
+
+
+class BrokerUnreachable(ServiceError):
+    """No Kafka broker answered at the configured address within the probe's timeout.
+
+    Start the broker, or point ``DPSTREAM_BROKER`` at one (``host:port[,host:port...]``); the
+    probe's timeout is ``DPSTREAM_BROKER_TIMEOUT_S`` (default 8 s). ``address`` and ``reason``
+    (librdkafka's first connection error, or a timeout) are kept for callers.
+    """
+
+    def __init__(self, address: str, reason: str) -> None:
+        super().__init__(
+            f"cannot reach the Kafka broker at {address}: {reason}; set DPSTREAM_BROKER"
+        )
+        self.address = address
+        self.reason = reason

@@ -6,11 +6,22 @@ tables) each spell security options differently; this module is the one translat
 
 from __future__ import annotations
 
+import logging
+import os
+import re
 import ssl
+from collections.abc import Mapping
 from typing import Any
 
 from app.stream.config import KafkaSecurity, Settings
-from app.stream.errors import ConfigError
+from app.stream.errors import BrokerUnreachable, ConfigError
+
+PROBE_TIMEOUT_S = 8.0
+"""Default of :func:`probe_timeout_s`: how long a verb waits for the broker before it gives up."""
+
+_QUIET = logging.getLogger("dpstream.librdkafka.probe")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 
 
 def bootstrap(settings: Settings) -> str:
@@ -35,6 +46,67 @@ def confluent_config(settings: Settings, **extra: Any) -> dict[str, Any]:
         conf["ssl.ca.location"] = sec.ssl_cafile
     conf.update(extra)
     return conf
+
+
+def probe_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """``DPSTREAM_BROKER_TIMEOUT_S`` (seconds, > 0), else :data:`PROBE_TIMEOUT_S`."""
+    env = os.environ if env is None else env
+    text = env.get("DPSTREAM_BROKER_TIMEOUT_S", "").strip()
+    if not text:
+        return PROBE_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ConfigError(
+            f"DPSTREAM_BROKER_TIMEOUT_S must be a number of seconds > 0, got {text!r}"
+        )
+    return value
+
+
+def probe(settings: Settings, timeout_s: float = PROBE_TIMEOUT_S) -> int:
+    """Ask the broker for its metadata once; return the number of brokers in the cluster.
+
+    One metadata request, bounded by ``timeout_s``, with librdkafka's own log kept quiet (it
+    would print a line per reconnection attempt): if no broker answers, raise
+    :class:`BrokerUnreachable` with the address and the first connection error librdkafka
+    reported (refused, unresolvable host, TLS or SASL failure), or "no answer within N s".
+    Every verb that talks to Kafka calls it first, so an unreachable broker is one line.
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    errors: list[Any] = []
+    ms = max(1000, int(timeout_s * 1000))
+    admin = AdminClient(
+        confluent_config(
+            settings,
+            **{
+                "error_cb": errors.append,
+                "logger": _QUIET,
+                "log_level": 0,  # the error callback still sees every connection error
+                "socket.connection.setup.timeout.ms": ms,
+                "reconnect.backoff.max.ms": min(ms, 2000),
+            },
+        )
+    )
+    try:
+        meta = admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        admin.poll(0)  # serves error_cb (and the log, to the quiet logger)
+        raise BrokerUnreachable(bootstrap(settings), _reason(errors, exc, timeout_s)) from None
+    return len(meta.brokers)
+
+
+def _reason(errors: list[Any], exc: Exception, timeout_s: float) -> str:
+    """The most telling of librdkafka's errors: a connection failure, else the exception."""
+    texts = [e.str() if hasattr(e, "str") else str(e) for e in errors]
+    for text in [t for t in texts if "brokers are down" not in t] + texts:
+        text = text.split("/bootstrap: ", 1)[-1]  # "host:port/bootstrap: Connect to ..."
+        return re.sub(r" \(after \d+ms in state \w+\)$", "", text)
+    detail = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+    return f"no answer within {timeout_s:g} s ({detail})"
 
 
 def _ssl_context(sec: KafkaSecurity) -> ssl.SSLContext | None:

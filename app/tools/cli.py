@@ -15,6 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from app.stream.cli import add_broker_timeout
+
 EXIT_CONFIG = 2
 
 
@@ -24,7 +26,7 @@ def _simulate_devices(args: argparse.Namespace) -> int:
     from app.dp.noise import secure_rng
     from app.stream.config import load_settings
     from app.stream.errors import ServiceError
-    from app.stream.kafka import confluent_config
+    from app.stream.kafka import confluent_config, probe, probe_timeout_s
     from app.stream.topics import load_topics
     from app.tools.simulator import Stats, ValueSource, run_devices
 
@@ -34,6 +36,12 @@ def _simulate_devices(args: argparse.Namespace) -> int:
     )  # fmt: skip
     try:
         settings = load_settings(config=args.config)
+        if args.stream not in [s.id for s in settings.streams]:
+            local = [s.id for s in settings.streams if s.local]
+            raise ValueError(
+                f"no stream {args.stream!r} in {settings.config_path} (its local streams: "
+                f"{local or 'none'}); pass --config FILE or set DPSTREAM_CONFIG"
+            )
         stream = settings.stream(args.stream)
         if not stream.local:
             raise ValueError(f"stream {stream.id!r} is not a local stream (mode: local)")
@@ -42,6 +50,7 @@ def _simulate_devices(args: argparse.Namespace) -> int:
         values = ValueSource(args.values, devices, stream.d, rng)
         topics = load_topics(settings.topic_prefix)
         kafka = confluent_config(settings)
+        probe(settings, args.broker_timeout or probe_timeout_s())
     except (ServiceError, ValueError) as exc:
         print(f"dpstream simulate devices: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -76,7 +85,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _produce(args: argparse.Namespace) -> int:
     from app.stream.errors import ServiceError
-    from app.tools.demo import produce_events
+    from app.tools.produce import produce_events
 
     try:
         return produce_events(args)
@@ -97,6 +106,7 @@ def _add_producer_arguments(p: argparse.ArgumentParser, config_help: str) -> Non
     p.add_argument("--rate", type=float, default=200.0, help="events per second per stream")
     p.add_argument("--users", type=int, default=500, help="synthetic users")
     p.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")
+    add_broker_timeout(p)
 
 
 def register(subparsers: Any) -> None:
@@ -155,4 +165,5 @@ def register(subparsers: Any) -> None:
     s.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")
     s.add_argument("--seed", type=int, help="seed the devices' randomness (tests only)")
     s.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    add_broker_timeout(s)
     s.set_defaults(func=_simulate_devices)

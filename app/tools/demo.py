@@ -25,85 +25,16 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
-import numpy as np
 
-from app.stream.config import Settings, StreamConfig, load_settings
-from app.stream.kafka import confluent_config
+from app.stream.config import Settings, load_settings
+from app.stream.errors import ConfigError
+from app.stream.kafka import confluent_config, probe, probe_timeout_s
 from app.stream.topics import Topics, create_topics, load_topics
 from app.tools.broker import EmbeddedBroker, free_port
+from app.tools.produce import synthetic_events
 
 LOCAL_STREAMS = Path(__file__).parents[1] / "stream" / "local_streams.yaml"
 """The streams file of ``dpstream demo --mode local``."""
-
-
-def synthetic_events(
-    settings: Settings,
-    topics: Topics,
-    stream: StreamConfig,
-    rate: float,
-    users: int,
-    stop: threading.Event,
-) -> None:
-    """Produce ``rate`` events/s for ``stream`` until ``stop`` is set (seeded, drifting)."""
-    from confluent_kafka import Producer
-
-    producer = Producer(confluent_config(settings, **{"linger.ms": 20}))
-    rng = np.random.default_rng(2024)
-    weights = rng.dirichlet(np.ones(stream.d))
-    tick = 0.1
-    per_tick = max(1, int(rate * tick))
-    while not stop.is_set():
-        weights = 0.95 * weights + 0.05 * rng.dirichlet(np.ones(stream.d))
-        now = time.time()
-        for u, v in zip(
-            rng.integers(0, users, per_tick), rng.choice(stream.d, per_tick, p=weights), strict=True
-        ):
-            user = f"user-{u}"
-            event = {"stream": stream.id, "user": user, "ts": now, "value": stream.labels[v]}
-            producer.produce(topics.events, key=user.encode(), value=msgpack.packb(event))
-        producer.poll(0)
-        stop.wait(tick)
-    producer.flush(5)
-
-
-def produce_events(args: argparse.Namespace) -> int:
-    """The ``produce`` verb: synthetic events for every central stream of the configuration.
-
-    Runs until ``--duration`` has passed (0: forever), SIGTERM or Ctrl-C; returns 0.
-    """
-    settings = load_settings(config=args.config)
-    topics = load_topics(settings.topic_prefix)
-    central = [s for s in settings.streams if not s.local]
-    if not central:
-        print("dpstream produce: no central stream in the configuration", file=sys.stderr)
-        return 2
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    threads = [
-        threading.Thread(
-            target=synthetic_events, args=(settings, topics, s, args.rate, args.users, stop)
-        )
-        for s in central
-    ]
-    for t in threads:
-        t.start()
-    print(
-        f"produce: {args.rate:g} events/s per stream, {args.users} users, streams "
-        f"{[s.id for s in central]} -> {topics.events}",
-        file=sys.stderr,
-    )
-    deadline = time.monotonic() + args.duration if args.duration > 0 else None
-    try:
-        while not stop.wait(0.5):
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-    except KeyboardInterrupt:
-        pass
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(10)
-    return 0
 
 
 def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event) -> None:
@@ -143,32 +74,94 @@ def _print_releases(settings: Settings, topics: Topics, stop: threading.Event) -
         consumer.close()
 
 
+def per_user_spent(stream: Any, spent: float, eps: float) -> float:
+    """What one user of a level spent in a slot, from the release's ``spent`` figure.
+
+    Central streams: ``spent`` is the level's budget for the slot, which is what each user
+    spent. Local streams: ``spent`` adds the rounds' report budgets (dissimilarity +
+    publication). Under budget division every user reports in both rounds, so a user spent the
+    sum; under population division (LPU, LPD, LPA) the rounds ask disjoint cohorts and each
+    report uses the whole ``eps``, so a user who reported spent ``eps`` (and did so once in its
+    window), even when the sum is ``2 eps``.
+    """
+    if not stream.local or spent <= 0:
+        return spent
+    from app.dp.errors import DPError
+    from app.dp.registry import get
+
+    try:
+        population_division = bool(getattr(get(stream.mechanism), "population_division", False))
+    except DPError:  # an unknown name: show the raw figure
+        population_division = False
+    return min(spent, eps) if population_division else spent
+
+
+def header(settings: Settings) -> str:
+    """What the demo's release lines mean, printed once before them."""
+    lines = [
+        "Each line is one released slot: stream, slot start (local time), fresh or repeat, the "
+        "noisy histogram, and the privacy budget spent.",
+        "  fresh  = a newly noised histogram; repeat = the last one published again (the "
+        "mechanism judged the change too small; a repeat spends no publication budget).",
+        "  eps per user = the budget one user of each level spent in this slot, 'of' the "
+        "level's eps: over any w consecutive slots a user spends at most eps in total.",
+        "  Noisy counts can be negative: the noise is unbiased. Local streams release "
+        "estimated frequencies (sum ~ 1) instead of counts.",
+    ]
+    for stream in settings.streams:
+        levels = ", ".join(f"{lv.name} (w={lv.w}, eps={lv.eps:g})" for lv in stream.levels)
+        kind = "local" if stream.local else "central"
+        lines.append(f"  stream {stream.id}: {kind}, {stream.slot_s:g} s slots, levels {levels}")
+    return "\n".join(lines)
+
+
 def format_release(settings: Settings, rel: dict[str, Any]) -> str:
-    """One line per release: slot, time, kind, histogram by label, budget spent by level."""
+    """One line per release: slot, start time, kind, histogram by label, spent per user vs eps."""
     stream = settings.stream(rel["stream"])
     when = time.strftime("%H:%M:%S", time.localtime(rel["start"]))
     digits = 3 if stream.local else 1  # local releases are frequencies, central ones counts
     hist = " ".join(
         f"{lab}={x:.{digits}f}" for lab, x in zip(stream.labels, rel["histogram"], strict=True)
     )
-    spent = " ".join(f"{k}={v:.3g}" for k, v in rel["spent_by_group"].items())
+    eps = {lv.name: lv.eps for lv in stream.levels}
+    spent = ", ".join(
+        f"{k} {per_user_spent(stream, v, eps[k]):.3g} of {eps[k]:g}"
+        if k in eps
+        else f"{k} {v:.3g}"
+        for k, v in rel["spent_by_group"].items()
+    )
     kind = "fresh " if rel["fresh"] else "repeat"
-    return f"{rel['stream']} slot {rel['slot']} {when} {kind} | {hist} | spent {spent}"
+    return f"{rel['stream']} slot {rel['slot']} {when} {kind} | {hist} | eps per user: {spent}"
+
+
+def check_streams(settings: Settings, local: bool) -> None:
+    """Refuse a configuration without a stream of the demo's mode, saying what to pass."""
+    if local and not any(s.local for s in settings.streams):
+        raise ConfigError(
+            f"no local stream (mode: local) in {settings.config_path}; pass --config FILE "
+            f"with one, e.g. --config {LOCAL_STREAMS}, or unset DPSTREAM_CONFIG"
+        )
+    if not local and not any(not s.local for s in settings.streams):
+        raise ConfigError(
+            f"no central stream in {settings.config_path}: run `dpstream demo --mode local`, "
+            "or pass --config FILE with a central stream"
+        )
 
 
 def run_demo(args: argparse.Namespace) -> int:
     """The ``demo`` verb; returns 0 after Ctrl-C or ``--duration``."""
     env = dict(os.environ)
     broker: EmbeddedBroker | None = None
-    workdir = tempfile.TemporaryDirectory(prefix="dpstream-demo-")
     if not env.get("DPSTREAM_NOISE_KEY") and not env.get("DPSTREAM_NOISE_KEY_FILE"):
         env["DPSTREAM_NOISE_KEY"] = secrets.token_hex(32)
         print("demo: no DPSTREAM_NOISE_KEY, using a random key for this run", file=sys.stderr)
     local = getattr(args, "mode", "central") == "local"
     if args.config:
         env["DPSTREAM_CONFIG"] = str(args.config)
-    elif local:
+    elif local and not env.get("DPSTREAM_CONFIG"):
         env["DPSTREAM_CONFIG"] = str(LOCAL_STREAMS)
+    check_streams(load_settings(env), local)
+    workdir = tempfile.TemporaryDirectory(prefix="dpstream-demo-")
     env.setdefault("DPSTREAM_METRICS_BIND", "127.0.0.1")
     env.setdefault("DPSTREAM_SESSION_TIMEOUT_S", "6")
     env.setdefault("DPSTREAM_LOG_LEVEL", "WARNING")
@@ -176,7 +169,9 @@ def run_demo(args: argparse.Namespace) -> int:
     stop = threading.Event()
     threads: list[threading.Thread] = []
     try:
-        if not env.get("DPSTREAM_BROKER"):
+        if env.get("DPSTREAM_BROKER"):
+            probe(load_settings(env), getattr(args, "broker_timeout", None) or probe_timeout_s())
+        else:
             broker = EmbeddedBroker(log_path=Path(workdir.name) / "tansu.log").start()
             env["DPSTREAM_BROKER"] = broker.bootstrap
             env["DPSTREAM_STATE_DIR"] = str(Path(workdir.name) / "state")
@@ -194,6 +189,7 @@ def run_demo(args: argparse.Namespace) -> int:
             f"demo: worker pid {worker.pid}, metrics on http://127.0.0.1:{port}/metrics",
             file=sys.stderr,
         )
+        print(header(settings), flush=True)
         threads.append(threading.Thread(target=_print_releases, args=(settings, topics, stop)))
         if local:
             threads.append(

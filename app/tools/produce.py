@@ -1,0 +1,196 @@
+"""``dpstream produce``: synthetic central-mode events, with every delivery accounted for.
+
+Each central stream of the configuration gets one producer thread sending ``--rate`` events/s
+from ``--users`` synthetic users whose category popularity drifts (seeded). Every message has a
+delivery callback: :class:`Deliveries` counts what the broker acknowledged and what librdkafka
+gave up on (after ``message.timeout.ms``, 30 s here), and a line goes to stderr whenever new
+failures appear, so a broker that goes away is never a silent loss. At the end (``--duration``,
+SIGTERM or Ctrl-C) each producer flushes for up to :data:`FLUSH_S` seconds; the verb prints
+``delivered N, failed N, undelivered N`` and exits 1 if any message was not delivered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from app.stream.config import Settings, StreamConfig, load_settings
+from app.stream.kafka import confluent_config, probe, probe_timeout_s
+from app.stream.topics import Topics, load_topics
+
+REPORT_EVERY_S = 5.0
+"""At most one progress line about failures per this many seconds."""
+
+QUIET = logging.getLogger("dpstream.produce.librdkafka")
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
+
+FLUSH_S = 10.0
+"""How long each producer waits at the end for the messages still queued."""
+
+MESSAGE_TIMEOUT_MS = 30_000
+"""librdkafka gives up on a message after this long (its default is 5 minutes)."""
+
+
+@dataclass
+class Deliveries:
+    """Delivery outcomes of the producers (thread-safe): acknowledged, failed, still queued."""
+
+    delivered: int = 0
+    failed: int = 0
+    undelivered: int = 0
+    broker_errors: int = 0
+    last_error: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __call__(self, err: Any, _msg: Any) -> None:
+        """The producers' ``on_delivery`` callback."""
+        with self._lock:
+            if err is None:
+                self.delivered += 1
+            else:
+                self.failed += 1
+                self.last_error = err.str() if hasattr(err, "str") else str(err)
+
+    def broker_error(self, err: Any) -> None:
+        """The producers' ``error_cb``: librdkafka's client-level errors (connection lost...)."""
+        with self._lock:
+            self.broker_errors += 1
+            self.last_error = err.str() if hasattr(err, "str") else str(err)
+
+    def left(self, queued: int) -> None:
+        """Count ``queued`` messages that were still in a producer's queue at the end."""
+        with self._lock:
+            self.undelivered += queued
+
+    @property
+    def lost(self) -> int:
+        """Messages that did not reach the broker: failed plus undelivered."""
+        return self.failed + self.undelivered
+
+    def line(self) -> str:
+        text = f"delivered {self.delivered}, failed {self.failed}, undelivered {self.undelivered}"
+        return text + (f" (last error: {self.last_error})" if self.last_error else "")
+
+
+def synthetic_events(
+    settings: Settings,
+    topics: Topics,
+    stream: StreamConfig,
+    rate: float,
+    users: int,
+    stop: threading.Event,
+    deliveries: Deliveries | None = None,
+) -> None:
+    """Produce ``rate`` events/s for ``stream`` until ``stop`` is set (seeded, drifting).
+
+    Serves delivery callbacks as it goes and flushes for up to :data:`FLUSH_S` at the end;
+    messages still queued then are counted in ``deliveries.undelivered``.
+    """
+    from confluent_kafka import Producer
+
+    deliveries = deliveries if deliveries is not None else Deliveries()
+    producer = Producer(
+        confluent_config(
+            settings,
+            **{
+                "linger.ms": 20,
+                "message.timeout.ms": MESSAGE_TIMEOUT_MS,
+                "error_cb": deliveries.broker_error,  # summarized by produce_events
+                "logger": QUIET,  # instead of one stderr line per reconnection attempt
+            },
+        )
+    )
+    rng = np.random.default_rng(2024)
+    weights = rng.dirichlet(np.ones(stream.d))
+    tick = 0.1
+    per_tick = max(1, int(rate * tick))
+    while not stop.is_set():
+        weights = 0.95 * weights + 0.05 * rng.dirichlet(np.ones(stream.d))
+        now = time.time()
+        for u, v in zip(
+            rng.integers(0, users, per_tick), rng.choice(stream.d, per_tick, p=weights), strict=True
+        ):
+            user = f"user-{u}"
+            event = {"stream": stream.id, "user": user, "ts": now, "value": stream.labels[v]}
+            try:
+                producer.produce(
+                    topics.events, key=user.encode(), value=msgpack.packb(event),
+                    on_delivery=deliveries,
+                )  # fmt: skip
+            except BufferError:  # local queue full: the broker is not taking them
+                deliveries(_QueueFull(), None)
+        producer.poll(0)
+        stop.wait(tick)
+    deliveries.left(producer.flush(FLUSH_S))
+
+
+class _QueueFull:
+    """The error of a message refused by a full local queue (counted as failed)."""
+
+    def str(self) -> str:
+        return "local producer queue full"
+
+
+def produce_events(args: argparse.Namespace) -> int:
+    """The ``produce`` verb; 0 if every message was delivered, else 1 (2: configuration)."""
+    settings = load_settings(config=args.config)
+    topics = load_topics(settings.topic_prefix)
+    central = [s for s in settings.streams if not s.local]
+    if not central:
+        print(
+            f"dpstream produce: no central stream in {settings.config_path}; pass --config "
+            "with a `mode: central` stream",
+            file=sys.stderr,
+        )
+        return 2
+    probe(settings, getattr(args, "broker_timeout", None) or probe_timeout_s())
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    deliveries = Deliveries()
+    threads = [
+        threading.Thread(
+            target=synthetic_events,
+            args=(settings, topics, s, args.rate, args.users, stop, deliveries),
+        )
+        for s in central
+    ]
+    for t in threads:
+        t.start()
+    print(
+        f"produce: {args.rate:g} events/s per stream, {args.users} users, streams "
+        f"{[s.id for s in central]} -> {topics.events}",
+        file=sys.stderr,
+    )
+    deadline = time.monotonic() + args.duration if args.duration > 0 else None
+    reported = (0, 0)
+    last_report = 0.0
+    try:
+        while not stop.wait(0.5):
+            now = time.monotonic()
+            seen = (deliveries.failed, deliveries.broker_errors)
+            if seen != reported and now - last_report >= REPORT_EVERY_S:
+                reported, last_report = seen, now
+                print(f"produce: trouble so far: {deliveries.line()}", file=sys.stderr)
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(FLUSH_S + 5)
+    print(f"produce: {deliveries.line()}", file=sys.stderr)
+    if deliveries.lost:
+        print(f"dpstream produce: {deliveries.lost} messages not delivered", file=sys.stderr)
+        return 1
+    return 0

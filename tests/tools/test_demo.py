@@ -1,0 +1,65 @@
+"""The demo's release lines and its configuration checks (no broker needed)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from app.stream.config import DEFAULT_STREAMS, load_settings
+from app.stream.errors import ConfigError
+from app.tools import demo
+
+
+def settings_of(path: object) -> object:
+    return load_settings({}, config=path)  # type: ignore[arg-type]
+
+
+def release(stream: str, spent: dict[str, float], histogram: list[float]) -> dict[str, object]:
+    return {
+        "stream": stream, "slot": 7, "start": 0.0, "end": 4.0, "histogram": histogram,
+        "fresh": True, "mechanism": "x", "spent_by_group": spent,
+    }  # fmt: skip
+
+
+def test_local_population_division_shows_what_one_user_spent() -> None:
+    """LPA's two rounds ask disjoint cohorts, each with the whole eps: a user spent eps (2), not
+    the rounds' sum (4), which would read as an overspend of eps=2."""
+    settings = settings_of(demo.LOCAL_STREAMS)
+    stream = settings.streams[0]
+    assert stream.mechanism == "lpa" and stream.levels[0].eps == 2.0
+    line = demo.format_release(settings, release(stream.id, {"standard": 4.0}, [0.9, 0.1]))
+    assert line.endswith("| eps per user: standard 2 of 2")
+    assert demo.per_user_spent(stream, 0.0, 2.0) == 0.0
+
+
+def test_central_spent_is_shown_against_each_level_eps() -> None:
+    settings = settings_of(DEFAULT_STREAMS)
+    stream = settings.streams[0]
+    spent = {lv.name: lv.eps / 8 for lv in stream.levels}
+    line = demo.format_release(settings, release(stream.id, spent, [1.0] * stream.d))
+    for lv in stream.levels:
+        assert f"{lv.name} {lv.eps / 8:.3g} of {lv.eps:g}" in line
+
+
+def test_header_says_what_the_figures_mean() -> None:
+    text = demo.header(settings_of(DEFAULT_STREAMS))
+    for word in ("fresh", "repeat", "eps per user", "negative"):
+        assert word in text
+
+
+def test_local_demo_honours_dpstream_config_and_hints_at_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With DPSTREAM_CONFIG naming a file without local streams, ``--mode local`` uses it (and
+    refuses, naming --config) instead of silently switching to the packaged local file."""
+    monkeypatch.setenv("DPSTREAM_CONFIG", str(DEFAULT_STREAMS))
+    monkeypatch.setenv("DPSTREAM_NOISE_KEY", "5a" * 32)
+    args = argparse.Namespace(config=None, mode="local", rate=1.0, users=1, duration=1.0)
+    with pytest.raises(ConfigError, match="no local stream .*--config"):
+        demo.run_demo(args)
+
+
+def test_central_demo_on_a_local_only_file_points_at_mode_local() -> None:
+    with pytest.raises(ConfigError, match="--mode local"):
+        demo.check_streams(settings_of(demo.LOCAL_STREAMS), local=False)  # type: ignore[arg-type]
