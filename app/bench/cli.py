@@ -88,7 +88,9 @@ def register(sub: Any) -> None:
         "replay",
         help="replay a short synthetic stream through a mechanism and print its releases",
     )
-    replay.add_argument("--mechanism", default="pba")
+    replay.add_argument(
+        "--mechanism", default="pba", help="a central or local mechanism (default pba)"
+    )
     replay.add_argument("--stream", default="sin", choices=("tlns", "sin", "log"))
     replay.add_argument("--slots", type=int, default=20)
     replay.add_argument("--users", type=int, default=10_000)
@@ -116,6 +118,9 @@ def _preset(args: argparse.Namespace) -> int:
 def _results(args: argparse.Namespace) -> int:
     from app.bench.results import regenerate
 
+    if (missing := plotting_missing("bench results")) is not None:
+        print(missing, file=sys.stderr)
+        return 2
     path = regenerate(
         args.write, args.out, args.figures, args.cost_dir,
         quick=args.quick, reuse=args.reuse, jobs=args.jobs,
@@ -124,9 +129,24 @@ def _results(args: argparse.Namespace) -> int:
     return 0
 
 
+def plotting_missing(verb: str) -> str | None:
+    """The one-line error to print if matplotlib (the ``bench`` extra) is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is not None:
+        return None
+    return (
+        f"dpstream {verb}: matplotlib is not installed, and the plots need it: install the "
+        "bench extra, `pip install -e '.[bench]'` (or `pip install matplotlib`)"
+    )
+
+
 def _grid(args: argparse.Namespace) -> int:
     from app.bench.grid import Grid, run_grid, write_results
 
+    if (missing := plotting_missing("bench")) is not None:
+        print(missing, file=sys.stderr)
+        return 2
     if args.preset:
         return _preset(args)
     args.dataset = args.dataset or "sin"
@@ -153,6 +173,9 @@ def _grid(args: argparse.Namespace) -> int:
 def _cost(args: argparse.Namespace) -> int:
     from app.bench.cost import step_times, tdrive_replay
 
+    if (missing := plotting_missing("bench cost")) is not None:
+        print(missing, file=sys.stderr)
+        return 2
     if args.quick:
         step_times(args.out, d_values=(10, 100, 1000), m_values=(1, 10), n_values=(1000, 10_000))
     else:
@@ -162,23 +185,111 @@ def _cost(args: argparse.Namespace) -> int:
     return 0
 
 
+REPLAY_GROUPS = ((12, 0.6), (4, 1.0))
+"""The replay's two requirement groups ``(w, eps)``; single-level mechanisms take the strictest
+``(max w, min eps)``, as the static baselines of the PWSM paper do (§5.2)."""
+
+
 def _replay(args: argparse.Namespace) -> int:
+    """``dpstream replay``: central and local mechanisms; one line for anything else."""
+    from app.dp.errors import DPError
+    from app.dp.registry import get, names
+
+    try:
+        cls = get(args.mechanism)
+    except DPError:
+        print(
+            f"dpstream replay: unknown mechanism {args.mechanism!r}; registered: "
+            f"{', '.join(names())}",
+            file=sys.stderr,
+        )
+        return 2
+    if cls.kind not in ("central", "local"):
+        replayable = ", ".join(names("central") + names("local"))
+        print(
+            f"dpstream replay: {args.mechanism!r} is a {cls.kind} mechanism, which this "
+            f"synthetic replay does not feed; it replays: {replayable}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.slots < 1 or args.users < 2:
+        print("dpstream replay: --slots must be >= 1 and --users >= 2", file=sys.stderr)
+        return 2
+    try:
+        if cls.kind == "central":
+            released, true = _replay_central(args)
+        else:
+            released, true = _replay_local(args, cls)
+    except (DPError, ValueError) as exc:
+        print(f"dpstream replay: {exc}", file=sys.stderr)
+        return 2
+    from app.bench import measures
+
+    print(
+        f"error over {args.slots} slots (released vs true counts): "
+        f"MAE {measures.mae(released, true):.4g}, MRE {measures.mre(released, true):.4g} "
+        "(relative error floor 1)"
+    )
+    return 0
+
+
+def _takes_groups(cls: Any) -> bool:
+    import inspect
+
+    return "groups" in inspect.signature(cls).parameters
+
+
+def _replay_central(args: argparse.Namespace) -> tuple[Any, Any]:
     import numpy as np
 
     from app.bench.synthetic import group_counts
     from app.dp.registry import create
     from app.dp.types import Group
 
-    groups = [Group(12, 0.6), Group(4, 1.0)]
+    groups = [Group(w, eps) for w, eps in REPLAY_GROUPS]
     rng = np.random.default_rng(args.seed)
     counts = group_counts(args.stream, args.slots, [args.users // 2] * 2, rng)
     mech = create(args.mechanism, d=2, groups=groups)
     print(f"{mech.name}: {mech.describe()}")
     print(f"stream {args.stream}, {args.users} users, groups {groups}")
+    released = []
     for c in counts:
         r = mech.step(c, rng)
+        released.append(r.histogram)
         hist = " ".join(f"{x:9.1f}" for x in r.histogram)
         true = " ".join(f"{x:6d}" for x in c.sum(axis=0))
         spent = " ".join(f"{x:.4f}" for x in r.spent)
         print(f"slot {r.slot:3d} {r.status:9s} released [{hist}] true [{true}] spent [{spent}]")
-    return 0
+    return np.array(released), counts.sum(axis=1)
+
+
+def _replay_local(args: argparse.Namespace, cls: Any) -> tuple[Any, Any]:
+    """Devices and service offline (:func:`app.bench.simulate.run_local`); frequencies x N."""
+    import numpy as np
+
+    from app.bench.simulate import run_local
+    from app.bench.synthetic import values
+    from app.dp.types import Group
+
+    rng = np.random.default_rng(args.seed)
+    n = args.users
+    data = values(args.stream, args.slots, n, rng)
+    if _takes_groups(cls):
+        groups = [Group(w, eps) for w, eps in REPLAY_GROUPS]
+        params: dict[str, Any] = {"groups": groups, "users": [n // 2, n - n // 2]}
+        what = f"groups {groups}, users {params['users']}"
+    else:
+        w = max(w for w, _ in REPLAY_GROUPS)
+        eps = min(e for _, e in REPLAY_GROUPS)
+        params = {"eps": eps, "w": w, "users": n}
+        what = f"w={w}, eps={eps:g}"
+    run = run_local(data, 2, args.mechanism, params, rng, keep="counts")
+    print(f"{args.mechanism} (local, simulated devices): stream {args.stream}, {n} users, {what}")
+    true = np.stack([(data == 0).sum(axis=1), (data == 1).sum(axis=1)], axis=1)
+    released = run.histograms() * n  # frequencies -> counts
+    for r, c, est in zip(run.releases, true, released, strict=True):
+        hist = " ".join(f"{x:9.1f}" for x in est)
+        truth = " ".join(f"{x:6d}" for x in c)
+        spent = " ".join(f"{x:.4f}" for x in r.spent)
+        print(f"slot {r.slot:3d} {r.status:9s} released [{hist}] true [{truth}] spent [{spent}]")
+    return released, true
