@@ -235,6 +235,31 @@ def hierarchy(
     return {key: float(np.mean(v)) for key, v in acc.items()}
 
 
+def theorem11(eps: float, lipschitz: list[float], ks: list[int], trials: int) -> str:
+    """H9: ES sampling without post-processing (``<P,S,o>`` with ES) on a smooth series of
+    Lipschitz constant ``L`` (a sine of amplitude ``L P / (2 pi)``, ``P = 4 w``): mean L1 per
+    k, against Thm 11's ``m* = sqrt(w / (eps L))`` (``k* = w / m*``) and plain Laplace."""
+    lines = [
+        f"### H9: ES without post-processing, eps = {eps:g}, w = {W}",
+        "",
+        "| L | k* (Thm 11) | best k | " + " | ".join(f"k={k}" for k in ks) + " | Laplace |",
+        "|---|---|---|" + "---|" * (len(ks) + 1),
+    ]
+    t = np.arange(W * 20)
+    for lip in lipschitz:
+        period = 4 * W
+        x = 10_000 + lip * period / (2 * np.pi) * np.sin(2 * np.pi * t / period)
+        errs = []
+        for k in [*ks, W]:
+            p = {**OPT, "sampling": "es", "postprocess": False, "k": k, "es_split": "halves"}
+            errs.append(np.mean([mean_l1("optstream", p, x, eps, 1.0, s) for s in range(trials)]))
+        k_star = W / math.sqrt(W / (eps * lip))
+        best = ks[int(np.argmin(errs[:-1]))]
+        cells = " | ".join(f"{e:.1f}" for e in errs)
+        lines.append(f"| {lip:g} | {k_star:.1f} | {best} | {cells} |")
+    return "\n".join(lines)
+
+
 def table(
     results: dict[tuple[str, str, str, float, float | None], float], labels: list[str], title: str
 ) -> str:
@@ -270,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--ablations", action="store_true", help="H3: the four ablations")
     parser.add_argument("--hierarchy", action="store_true", help="H4: national and regions")
+    parser.add_argument("--theorem11", action="store_true", help="H9: ES error against k")
     parser.add_argument("--synthetic-days", type=int, default=28)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -280,7 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     mechanisms = ABLATIONS if args.ablations else MECHANISMS
     rows: list[dict[str, Any]] = []
     start = time.time()
-    if args.hierarchy:
+    if args.theorem11:
+        text = theorem11(1.0, [0.1, 1.0, 10.0], [2, 3, 4, 6, 8, 12, 16, 24], args.trials)
+    elif args.hierarchy:
         res = hierarchy(datasets, args.alpha or [10.0, 50.0, 100.0], args.trials, args.strict, rows)
         text = table(res, ["OptStream_h", *MECHANISMS], "H4: hierarchy, eps = 1")
     elif args.alpha:

@@ -42,3 +42,8 @@ def test_tiny_hierarchy_is_consistent_and_recorded():
     res = bench.hierarchy({"synthetic": {"1d": (regions, x)}}, [10.0], 1, False, rows)
     assert ("synthetic", "1d national", "OptStream_h", 1.0, 10.0) in res
     assert len(rows) == 2 * 5
+
+
+def test_tiny_theorem_11_table():
+    text = bench.theorem11(1.0, [1.0], [3], 1)
+    assert text.count("\n| 1 | 6.9 | 3 |") == 1
