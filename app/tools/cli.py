@@ -127,6 +127,12 @@ def register(subparsers: Any) -> None:
         help="central: synthetic events; local: simulated devices answering collection "
         "requests (default streams: app/stream/local_streams.yaml)",
     )
+    p.add_argument(
+        "--post",
+        choices=("none", "clamp"),
+        default="none",
+        help="post-process what is printed: clamp at 0 and round (no privacy cost)",
+    )
     p.set_defaults(func=_demo)
 
     p = subparsers.add_parser(

@@ -56,7 +56,9 @@ def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event)
         t.join()
 
 
-def _print_releases(settings: Settings, topics: Topics, stop: threading.Event) -> None:
+def _print_releases(
+    settings: Settings, topics: Topics, stop: threading.Event, post: str = "none"
+) -> None:
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
     group = {"group.id": f"dpstream-demo-{secrets.token_hex(4)}", "enable.auto.commit": False}
@@ -69,7 +71,8 @@ def _print_releases(settings: Settings, topics: Topics, stop: threading.Event) -
             msg = consumer.poll(0.5)
             if msg is None or msg.error():
                 continue
-            print(format_release(settings, msgpack.unpackb(msg.value() or b"\xc0")), flush=True)
+            rel = msgpack.unpackb(msg.value() or b"\xc0")
+            print(format_release(settings, rel, post), flush=True)
     finally:
         consumer.close()
 
@@ -105,8 +108,11 @@ def header(settings: Settings) -> str:
         "mechanism judged the change too small; a repeat spends no publication budget).",
         "  eps per user = the budget one user of each level spent in this slot, 'of' the "
         "level's eps: over any w consecutive slots a user spends at most eps in total.",
-        "  Noisy counts can be negative: the noise is unbiased. Local streams release "
-        "estimated frequencies (sum ~ 1) instead of counts.",
+        "  Noisy counts can be negative: the noise is unbiased (`--post clamp` clamps at 0 "
+        "and rounds, post-processing that costs no budget). Local streams release estimated "
+        "frequencies (sum ~ 1) instead of counts.",
+        "  A user counts once per slot: its further events in the same slot are dropped as "
+        "duplicates (the synthetic users send several events per slot).",
     ]
     for stream in settings.streams:
         levels = ", ".join(f"{lv.name} (w={lv.w}, eps={lv.eps:g})" for lv in stream.levels)
@@ -115,14 +121,27 @@ def header(settings: Settings) -> str:
     return "\n".join(lines)
 
 
-def format_release(settings: Settings, rel: dict[str, Any]) -> str:
+def post_process(histogram: list[float], local: bool) -> list[float]:
+    """``--post clamp``: counts clamped at 0 and rounded; frequencies clamped and rescaled to
+    sum 1. Post-processing of a released histogram: no privacy cost.
+
+    >>> post_process([-2.4, 3.6], local=False), post_process([-0.1, 0.5, 0.5], local=True)
+    ([0.0, 4.0], [0.0, 0.5, 0.5])
+    """
+    clamped = [max(0.0, float(x)) for x in histogram]
+    if not local:
+        return [float(round(x)) for x in clamped]
+    total = sum(clamped)
+    return [x / total for x in clamped] if total > 0 else clamped
+
+
+def format_release(settings: Settings, rel: dict[str, Any], post: str = "none") -> str:
     """One line per release: slot, start time, kind, histogram by label, spent per user vs eps."""
     stream = settings.stream(rel["stream"])
     when = time.strftime("%H:%M:%S", time.localtime(rel["start"]))
-    digits = 3 if stream.local else 1  # local releases are frequencies, central ones counts
-    hist = " ".join(
-        f"{lab}={x:.{digits}f}" for lab, x in zip(stream.labels, rel["histogram"], strict=True)
-    )
+    digits = 3 if stream.local else (0 if post == "clamp" else 1)  # frequencies or counts
+    values = rel["histogram"] if post == "none" else post_process(rel["histogram"], stream.local)
+    hist = " ".join(f"{lab}={x:.{digits}f}" for lab, x in zip(stream.labels, values, strict=True))
     eps = {lv.name: lv.eps for lv in stream.levels}
     spent = ", ".join(
         f"{k} {per_user_spent(stream, v, eps[k]):.3g} of {eps[k]:g}"
@@ -182,7 +201,12 @@ def run_demo(args: argparse.Namespace) -> int:
         topics = load_topics(settings.topic_prefix)
         create_topics(topics, confluent_config(settings))
         worker = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "app.stream", "worker"], env=env, start_new_session=True
+            [sys.executable, "-m", "app.stream", "worker"],
+            env=env,
+            start_new_session=True,
+            # The worker writes nothing to stdout but Faust's spinner, whose cursor escape codes
+            # would end up in piped output; its log goes to stderr either way.
+            stdout=None if sys.stdout.isatty() else subprocess.DEVNULL,
         )
         port = env["DPSTREAM_METRICS_PORT"]
         print(
@@ -190,7 +214,10 @@ def run_demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         print(header(settings), flush=True)
-        threads.append(threading.Thread(target=_print_releases, args=(settings, topics, stop)))
+        post = getattr(args, "post", "none")
+        threads.append(
+            threading.Thread(target=_print_releases, args=(settings, topics, stop, post))
+        )
         if local:
             threads.append(
                 threading.Thread(target=_simulate_devices, args=(settings, topics, stop))

@@ -63,3 +63,12 @@ def test_local_demo_honours_dpstream_config_and_hints_at_config(
 def test_central_demo_on_a_local_only_file_points_at_mode_local() -> None:
     with pytest.raises(ConfigError, match="--mode local"):
         demo.check_streams(settings_of(demo.LOCAL_STREAMS), local=False)  # type: ignore[arg-type]
+
+
+def test_post_clamp_prints_non_negative_integers() -> None:
+    settings = settings_of(DEFAULT_STREAMS)
+    stream = settings.streams[0]
+    hist = [-3.4] + [2.6] * (stream.d - 1)
+    line = demo.format_release(settings, release(stream.id, {}, hist), post="clamp")
+    cells = line.split(" | ")[1].split()
+    assert cells[0] == f"{stream.labels[0]}=0" and cells[1] == f"{stream.labels[1]}=3"
