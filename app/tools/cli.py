@@ -95,8 +95,20 @@ def _produce(args: argparse.Namespace) -> int:
 
 
 def _throughput(args: argparse.Namespace) -> int:
+    import os
+
+    from app.stream.config import load_settings
+    from app.stream.errors import ServiceError
+    from app.stream.kafka import probe, probe_timeout_s
     from app.tools.throughput import run_throughput
 
+    if args.broker:  # else an embedded broker, started by the bench
+        try:
+            settings = load_settings({**os.environ, "DPSTREAM_BROKER": args.broker})
+            probe(settings, args.broker_timeout or probe_timeout_s())
+        except ServiceError as exc:
+            print(f"dpstream bench throughput: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
     return run_throughput(args)
 
 
@@ -149,6 +161,7 @@ def register(subparsers: Any) -> None:
         help="events/s through the worker against bare consumer loops, on a real broker",
     )
     add_throughput_arguments(throughput)
+    add_broker_timeout(throughput)
     throughput.set_defaults(func=_throughput)
 
     p = subparsers.add_parser("simulate", help="simulated clients against the broker")
