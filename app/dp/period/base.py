@@ -44,7 +44,7 @@ import numpy.typing as npt
 from app.dp.budget import WindowLedger
 from app.dp.errors import ParameterError
 from app.dp.mechanism import Mechanism
-from app.dp.types import FloatArray, Group, Release
+from app.dp.types import FloatArray, Group, Release, WindowSpend
 
 NOISE_KINDS = ("laplace",)
 
@@ -158,6 +158,12 @@ class PeriodMechanism(Mechanism):
         b = self.ledger.budgets[0]
         return b.to_eps(max(self.charges()))
 
+    def window_report(self) -> list[WindowSpend]:
+        """Per declared group, the ledger's spending in the window of ``W`` slots ending at the
+        last slot (the strictest requirement accounts for every group)."""
+        spent = self.ledger.spent(0)
+        return [WindowSpend(self.budget_group.w, self.budget_group.eps, spent)] * len(self.groups)
+
     # -- state ------------------------------------------------------------------------------
 
     def _reset(self) -> None:
@@ -224,6 +230,7 @@ class PeriodMechanism(Mechanism):
                 spent_pub=np.full(len(self.groups), b.to_eps(charges[i])),
                 mechanism=self.name,
                 version=self.version,
+                spent_exact=(b.to_fraction(charges[i]),) * len(self.groups),
             )
             for i in range(self.period)
         ]

@@ -258,3 +258,16 @@ def test_registry_and_for_stream():
     assert isinstance(create("dft", d=2, groups=[DAY], k=5), DFT)
     assert isinstance(create("pegasus", d=2, groups=[DAY]), PeGaSus)
     assert "strict" in m.describe()
+
+
+def test_window_report_and_exact_spending():
+    """Strict mode: the window holds eps/2 after a period's first slot, eps at its end."""
+    m = OptStream(d=1, groups=[Group(4, 1.0), Group(2, 0.5)], k=2)
+    rng = np.random.default_rng(0)
+    m.step([[1], [0]], rng)
+    assert [(r.w, r.eps, r.fraction) for r in m.window_report()] == [(4, 0.5, 0.5)] * 2
+    for c in (2, 3):
+        m.step([[c], [c]], rng)
+    out = m.step([[4], [0]], rng)
+    assert m.window_report()[0].fraction == 1.0
+    assert [r.spent_exact[1] * 4 for r in out] == [1, 0, 0, 1]  # eps_P = 0.25
