@@ -122,7 +122,7 @@ def add_broker_timeout(p: argparse.ArgumentParser) -> None:
         type=float,
         metavar="S",
         help="give up after S seconds if no broker answers "
-        "(default: $DPSTREAM_BROKER_TIMEOUT_S, else 8)",
+        "(default: $DPSTREAM_BROKER_TIMEOUT_S, else 5)",
     )
 
 

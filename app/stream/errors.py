@@ -41,7 +41,7 @@ class BrokerUnreachable(ServiceError):
     """No Kafka broker answered at the configured address within the probe's timeout.
 
     Start the broker, or point ``DPSTREAM_BROKER`` at one (``host:port[,host:port...]``); the
-    probe's timeout is ``DPSTREAM_BROKER_TIMEOUT_S`` (default 8 s). ``address`` and ``reason``
+    probe's timeout is ``DPSTREAM_BROKER_TIMEOUT_S`` (default 5 s). ``address`` and ``reason``
     (librdkafka's first connection error, or a timeout) are kept for callers.
     """
 

@@ -16,7 +16,7 @@ from typing import Any
 from app.stream.config import KafkaSecurity, Settings
 from app.stream.errors import BrokerUnreachable, ConfigError
 
-PROBE_TIMEOUT_S = 8.0
+PROBE_TIMEOUT_S = 5.0
 """Default of :func:`probe_timeout_s`: how long a verb waits for the broker before it gives up."""
 
 _QUIET = logging.getLogger("dpstream.librdkafka.probe")
