@@ -3,12 +3,14 @@
 ``dpstream audit`` audits every registered mechanism and runs the power controls;
 ``dpstream audit uniform ba`` only those two (plus the controls unless ``--no-controls``).
 ``--quick`` is the CI profile (fewer cases per mechanism). Exit code 1 when a lower bound
-exceeds a claimed ``eps``, a power control is not caught, or an audit fails to run.
+exceeds a claimed ``eps``, a power control is not caught, or an audit fails to run; 2 for
+a usage error (an unknown mechanism or control, a bad option).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -20,9 +22,9 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     audit.add_argument("mechanisms", nargs="*", help="registered names (default: all)")
-    audit.add_argument("--trials", type=int, default=2000,
+    audit.add_argument("--trials", type=_trials, default=2000,
                        help="runs per input of each neighbouring pair (default 2000)")  # fmt: skip
-    audit.add_argument("--alpha", type=float, default=0.05,
+    audit.add_argument("--alpha", type=_alpha, default=0.05,
                        help="1 - confidence of each lower bound (default 0.05)")  # fmt: skip
     audit.add_argument("--seed", type=int, default=20261123, help="seed of the audit's generator")
     audit.add_argument("--quick", action="store_true",
@@ -35,19 +37,19 @@ def register(sub: Any) -> None:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    try:
-        import scipy.stats  # noqa: F401 - the exact bounds need it
-    except ImportError:
-        raise SystemExit("dpstream audit needs scipy: pip install 'dpstream[audit]'") from None
+    from app.audit.controls import CONTROLS
     from app.audit.report import exit_code, summary, table, to_json
     from app.audit.run import run_audit
     from app.audit.runners import QUICK, Settings
     from app.dp.registry import names
 
-    if args.trials < 4:
-        raise SystemExit("--trials must be at least 4")
-    if not 0 < args.alpha < 1:
-        raise SystemExit("--alpha must lie in (0, 1)")
+    unknown = [n for n in args.mechanisms if n not in names()]
+    unknown += [f"control {c}" for c in args.controls or [] if c not in {k.name for k in CONTROLS}]
+    if unknown:
+        print(f"dpstream audit: unknown {', '.join(map(repr, unknown))}; registered: "
+              f"{', '.join(names())}; controls: {', '.join(c.name for c in CONTROLS)}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     controls: list[str] | None = [] if args.no_controls else args.controls
     verdicts = run_audit(
         args.mechanisms or names(), QUICK if args.quick else Settings(), args.trials,
@@ -59,3 +61,17 @@ def _audit(args: argparse.Namespace) -> int:
         print(table(verdicts))
         print(summary(verdicts))
     return exit_code(verdicts)
+
+
+def _trials(text: str) -> int:
+    value = int(text)
+    if value < 4:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 4, got {value}")
+    return value
+
+
+def _alpha(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {value}")
+    return value

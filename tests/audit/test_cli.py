@@ -33,3 +33,16 @@ def test_exit_code_fails_on_violation_missed_control_or_error_not_on_missing_ada
     assert exit_code([ok, Verdict("g", "graph", status="no adapter")]) == 0
     for bad in ("VIOLATION", "MISSED", "ERROR"):
         assert exit_code([ok, Verdict("b", "central", status=bad)]) == 1
+
+
+def test_unknown_names_and_bad_options_are_usage_errors(capsys):
+    assert main(["audit", "nope", "--no-controls"]) == 2
+    assert main(["audit", "uniform", "--controls", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown 'nope'" in err and "control nope" in err
+    try:
+        main(["audit", "--trials", "2"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    else:
+        raise AssertionError("--trials 2 accepted")
