@@ -4,16 +4,17 @@ Each control is a real mechanism class with one bug, the kind a ledger does not 
 the same runners, events and bounds as the registered mechanisms. A control that is not caught
 (lower bound at or below its claimed ``eps``) fails the audit: the auditor has lost its power.
 
-=====================  =========================================================  ==============
-control                the bug                                                    true loss
-=====================  =========================================================  ==============
-``uniform-per-slot``   Uniform draws noise at ``eps`` per slot, records ``eps/w``  ``w eps``
-``uniform-half-scale`` Uniform's noise scale halved                                ``2 eps``
-``uniform-replace-s1`` replace pairs against ``sensitivity=1`` (the 2-eps gap)     ``2 eps``
-``ba-no-nullify``      BA that never updates ``l`` (the authors' code, spec A28)   ``(w+1) eps/2``
-``ba-noiseless-dc``    BA deciding on the un-noised dissimilarity                  unbounded
-``lpu-twice``          LPU asking every device every slot with the full ``eps``    ``w eps``
-=====================  =========================================================  ==============
+=======================  ==========================================================  =============
+control                  the bug                                                     true loss
+=======================  ==========================================================  =============
+``uniform-per-slot``     Uniform draws noise at ``eps`` per slot, records ``eps/w``  ``w eps``
+``uniform-naive-float``  Laplace from the textbook float sampler (Mironov 2012)      unbounded
+``uniform-half-scale``   Uniform's noise scale halved                                ``2 eps``
+``uniform-replace-s1``   replace pairs against ``sensitivity=1`` (the 2-eps gap)     ``2 eps``
+``ba-no-nullify``        BA that never updates ``l`` (the authors' code, spec A28)   ``(w+1) eps/2``
+``ba-noiseless-dc``      BA deciding on the un-noised dissimilarity                  unbounded
+``lpu-twice``            LPU asking every device every slot with the full ``eps``    ``w eps``
+=======================  ==========================================================  =============
 
 The configurations (``w``, ``eps``, trials) were chosen by a power analysis of the auditor on
 the ideal Laplace composition (``docs/audit.md``), so that each is caught with probability
@@ -24,6 +25,7 @@ second request is refused and nothing leaks (``tests/audit`` shows both).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -31,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from app.audit.features import Runs
 from app.audit.pairs import boundary_level, central_pair, local_pair
 from app.audit.runners import Case, CentralAdapter, LocalAdapter, Settings
 from app.client.device import Device, Enrollment
@@ -60,6 +63,44 @@ class UniformPerSlot(Uniform):
         eps = float(self._calibrated([self.ledger.budgets[0].total])[0])  # the bug: eps, not eps/w
         return Outcome(perturb(self.noise, rng, counts[0].astype(np.float64), eps), "publish",
                        [0], pub)  # fmt: skip
+
+
+def naive_laplace(rng: np.random.Generator, scale: float, size: int) -> np.ndarray:
+    """The textbook inverse-CDF Laplace sampler in floating point (Mironov, CCS 2012)."""
+    u = rng.random(size) - 0.5
+    return np.asarray(-scale * np.sign(u) * np.log(1.0 - 2.0 * np.abs(u)))
+
+
+def naive_reachable(x: np.ndarray, count: float, scale: float) -> np.ndarray:
+    """Whether each float ``x`` is exactly ``count + naive_laplace(...)`` for some draw.
+
+    Inverts the sampler (``|U| = (1 - exp(-|y|/scale)) / 2``, ``sign(U) = sign(y)``) onto the
+    generator's ``2**-53`` grid and re-runs it on the nearest grid points: an output no draw can
+    produce from ``count`` proves the input was not ``count``.
+    """
+    y = x - count
+    u = np.where(y >= 0, 1.0, -1.0) * -np.expm1(-np.abs(y) / scale) / 2.0
+    k = np.rint((u + 0.5) * 2.0**53)
+    hit = np.zeros(np.shape(x), dtype=bool)
+    for step in range(-3, 4):
+        uk = (k + step) * 2.0**-53 - 0.5
+        hit |= count + (-scale * np.sign(uk) * np.log(1.0 - 2.0 * np.abs(uk))) == x
+    return hit
+
+
+class UniformNaiveFloat(Uniform):
+    """Uniform whose Laplace noise comes from the naive floating-point sampler."""
+
+    name = "uniform-naive-float"
+
+    def _slot(
+        self, t: int, counts: IntArray, population: list[int], rng: np.random.Generator
+    ) -> Outcome:
+        pub = [2 * b.share for b in self.ledger.budgets]
+        self.ledger.ensure([0], pub)
+        scale = 1.0 / float(self._calibrated(pub)[0])
+        noisy = counts[0].astype(np.float64) + naive_laplace(rng, scale, self.d)  # the bug
+        return Outcome(noisy, "publish", [0], pub)
 
 
 class UniformHalfScale(Uniform):
@@ -160,6 +201,31 @@ def _central(name: str, cls: Any, group: Group, relation: str, scenario: str, **
     return adapter.case(name, cls, (group,), pair)
 
 
+def _naive_float() -> Case:
+    """The float-reachability event needs the sampler's scale and both inputs' counts, so this
+    control adds two features to the usual ones: released cells reachable from A, from B."""
+    group = Group(1, 0.5)
+    case = _central("uniform-naive-float", UniformNaiveFloat, group, "add/remove", "boundary")
+    pair = central_pair("add/remove", "boundary", 0, (group,), 2)
+    scale = group.w / group.eps
+    cells = np.flatnonzero(pair.delta[0])
+    base = case.features
+
+    def features(runs: Runs) -> tuple[list[str], np.ndarray, np.ndarray]:
+        names, x, codes = base(runs)
+        extra = []
+        for source in (pair.a, pair.b):
+            count = source[0].sum(axis=0)
+            extra.append(
+                np.all([naive_reachable(runs.hist[:, 0, j], float(count[j]), scale)
+                        for j in cells], axis=0).astype(np.float64)
+            )  # fmt: skip
+        return [*names, "float_reachable_from_A", "float_reachable_from_B"], \
+            np.column_stack([x, *extra]), codes  # fmt: skip
+
+    return dataclasses.replace(case, features=features)
+
+
 def _local_twice() -> Case:
     def build() -> LPUTwice:
         return LPUTwice(d=2, eps=1.0, w=4, users=16)
@@ -171,6 +237,8 @@ CONTROLS: tuple[Control, ...] = (
     Control("uniform-per-slot", "noise at eps per slot instead of eps/w", 300,
             lambda: _central("uniform-per-slot", UniformPerSlot, Group(10, 1.0), "add/remove",
                              "boundary")),
+    Control("uniform-naive-float", "Laplace from the naive float sampler (Mironov 2012)", 300,
+            _naive_float),
     Control("uniform-half-scale", "Laplace scale halved", 1000,
             lambda: _central("uniform-half-scale", UniformHalfScale, Group(1, 2.0), "add/remove",
                              "boundary")),
