@@ -115,6 +115,8 @@ class CentralAdapter:
                 out.append(self.case(name, cls, groups, pair))
         return out
 
+    kind = "central"
+
     def case(
         self, name: str, cls: Any, groups: Sequence[Group], pair: CentralPair, prefix_seed: int = 0
     ) -> Case:
@@ -124,10 +126,13 @@ class CentralAdapter:
         starts from the state it left.
         """
         d = pair.a.shape[2]
+        pad = self._pad(cls.for_stream(d, list(groups)), pair.a.shape[0])
+        a = np.concatenate([pair.a, np.repeat(pair.a[-1:], pad, axis=0)])
+        b = np.concatenate([pair.b, np.repeat(pair.b[-1:], pad, axis=0)])
         start = cls.for_stream(d, list(groups), sensitivity=pair.sensitivity)
         prefix_rng = np.random.default_rng(prefix_seed)
         for s in range(pair.prefix):
-            start.step(pair.a[s], prefix_rng)
+            start.step(a[s], prefix_rng)
         blob = start.state_dict()
 
         def build() -> Any:
@@ -136,17 +141,33 @@ class CentralAdapter:
             return m
 
         def run(side: str, trials: int, rng: np.random.Generator, progress: Progress) -> Runs:
-            counts = pair.a if side == "A" else pair.b
-            return run_central(build, counts[pair.prefix :], trials, rng, progress)
+            counts = (a if side == "A" else b)[pair.prefix :]
+            return self._run(build, counts, pair.prefix, trials, rng, progress)
 
-        slots = pair.a.shape[0] - pair.prefix
-        mid, delta = pair.mid[pair.prefix :], pair.delta[pair.prefix :]
+        slots = a.shape[0] - pair.prefix
+        mid = np.asarray((a + b).sum(axis=1) / 2.0)[pair.prefix :]
+        delta = np.asarray((a - b).sum(axis=1), dtype=np.float64)[pair.prefix :]
         return Case(
-            name, "central", pair.relation, pair.scenario, pair.group, pair.claim,
+            name, self.kind, pair.relation, pair.scenario, pair.group, pair.claim,
             pair.sensitivity, slots, run,
             lambda runs: central_features(runs, mid, delta),
             lambda code: pattern_label(code, slots),
         )  # fmt: skip
+
+    def _pad(self, mechanism: Any, slots: int) -> int:
+        """Equal slots to append so that every audited slot is released (none here)."""
+        return 0
+
+    def _run(
+        self,
+        build: Callable[[], Any],
+        counts: np.ndarray,
+        prefix: int,
+        trials: int,
+        rng: np.random.Generator,
+        progress: Progress,
+    ) -> Runs:
+        return run_central(build, counts, trials, rng, progress)
 
     @staticmethod
     def prober(
@@ -200,39 +221,21 @@ class PeriodAdapter(CentralAdapter):
     per-period budget can double, spec seed-001 §1.6); ``boundary`` windows are aligned.
     """
 
-    def case(
-        self, name: str, cls: Any, groups: Sequence[Group], pair: CentralPair, prefix_seed: int = 0
-    ) -> Case:
-        d = pair.a.shape[2]
-        period = int(cls.for_stream(d, list(groups)).period)
-        slots = pair.a.shape[0]
-        pad = -slots % period
-        a = np.concatenate([pair.a, np.repeat(pair.a[-1:], pad, axis=0)])
-        b = np.concatenate([pair.b, np.repeat(pair.b[-1:], pad, axis=0)])
-        padded = CentralPair(pair.relation, pair.scenario, pair.group, pair.claim,
-                             pair.sensitivity, a, b, pair.prefix)  # fmt: skip
-        start = cls.for_stream(d, list(groups), sensitivity=pair.sensitivity)
-        prefix_rng = np.random.default_rng(prefix_seed)
-        for s in range(pair.prefix):
-            start.step(a[s], prefix_rng)
-        blob = start.state_dict()
+    kind = "period"
 
-        def build() -> Any:
-            m = cls.for_stream(d, list(groups), sensitivity=pair.sensitivity)
-            m.load_state(blob)
-            return m
+    def _pad(self, mechanism: Any, slots: int) -> int:
+        return -slots % int(mechanism.period)  # run to the end of the last period
 
-        def run(side: str, trials: int, rng: np.random.Generator, progress: Progress) -> Runs:
-            counts = (a if side == "A" else b)[pair.prefix :]
-            return run_period(build, counts, pair.prefix, trials, rng, progress)
-
-        audited = a.shape[0] - pair.prefix
-        mid, delta = padded.mid[pair.prefix :], padded.delta[pair.prefix :]
-        return Case(
-            name, "period", pair.relation, pair.scenario, pair.group, pair.claim,
-            pair.sensitivity, audited, run, lambda runs: central_features(runs, mid, delta),
-            lambda code: pattern_label(code, audited),
-        )  # fmt: skip
+    def _run(
+        self,
+        build: Callable[[], Any],
+        counts: np.ndarray,
+        prefix: int,
+        trials: int,
+        rng: np.random.Generator,
+        progress: Progress,
+    ) -> Runs:
+        return run_period(build, counts, prefix, trials, rng, progress)
 
     @staticmethod
     def prober(
