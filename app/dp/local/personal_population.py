@@ -61,8 +61,9 @@ class PersonalWindowError(DPError):
     with the numbers it carries.
     """
 
-    def __init__(self, bucket: int, level: int, group: Group, shares: int, slots: list[int],
-                 slot: int) -> None:
+    def __init__(
+        self, bucket: int, level: int, group: Group, shares: int, slots: list[int], slot: int
+    ) -> None:
         self.bucket, self.level, self.slot = bucket, level, slot
         super().__init__(
             f"bucket {bucket} (level {level}: w={group.w}, {shares} shares) reported at slots "

@@ -97,8 +97,10 @@ def report_error(eps: Sequence[float], counts: Sequence[float], n: int, d: int) 
 def weights(eps: Sequence[float], counts: Sequence[float], d: int) -> FloatArray:
     """The average-variance weights ``alpha_k`` (PFO.E); 0 for empty groups."""
     raw = np.array(
-        [float(n) / unit_variance(float(e), d) if n > 0 else 0.0 for e, n in zip(
-            eps, counts, strict=True)],
+        [
+            float(n) / unit_variance(float(e), d) if n > 0 else 0.0
+            for e, n in zip(eps, counts, strict=True)
+        ],
         dtype=np.float64,
     )
     total = raw.sum()

@@ -140,6 +140,17 @@ class PLDPMechanism(LocalMechanism):
         self.report_eps = [
             b.to_eps(u) for b, u in zip(self.ledger.budgets, self.report_units, strict=True)
         ]
+        self._eps_cache: dict[tuple[int, int], float] = {}
+
+    def _eps(self, units: list[int]) -> FloatArray:
+        """Budget per level of a round's units (cached: a level only ever asks its own)."""
+        cache = self._eps_cache
+        out = []
+        for g, u in enumerate(units):
+            if (g, u) not in cache:
+                cache[g, u] = self.ledger.budgets[g].to_eps(u)
+            out.append(cache[g, u])
+        return np.array(out)
 
     @property
     def unit_users(self) -> int:

@@ -61,8 +61,14 @@ _NO_PUE = (
 
 class PLBDRP(PLPDPlus):
     __doc__ = "PLBD-RP: PLPD+ without OPS (PUE only)." + _SECTIONS.format(
-        legend="PLPD-RP", extra=", min_users", module="plpd_plus", parent="PLPDPlus",
-        state=", pub_users", privacy=_NO_OPS, cls="PLBDRP", example="(8, 6, (1, 1))",
+        legend="PLPD-RP",
+        extra=", min_users",
+        module="plpd_plus",
+        parent="PLPDPlus",
+        state=", pub_users",
+        privacy=_NO_OPS,
+        cls="PLBDRP",
+        example="(8, 6, (1, 1))",
     )
     name = "plbd-rp"
     version = 1
@@ -76,8 +82,14 @@ class PLBDRP(PLPDPlus):
 
 class PLBDOPS(PLPDPlus):
     __doc__ = "PLBD-OPS: PLPD+ without PUE (OPS only)." + _SECTIONS.format(
-        legend="PLPD-OPS", extra=", min_users", module="plpd_plus", parent="PLPDPlus",
-        state=", pub_users", privacy=_NO_PUE, cls="PLBDOPS", example="(4, 12, (1, 2))",
+        legend="PLPD-OPS",
+        extra=", min_users",
+        module="plpd_plus",
+        parent="PLPDPlus",
+        state=", pub_users",
+        privacy=_NO_PUE,
+        cls="PLBDOPS",
+        example="(4, 12, (1, 2))",
     )
     name = "plbd-ops"
     version = 1
@@ -91,8 +103,14 @@ class PLBDOPS(PLPDPlus):
 
 class PLBARP(PLPAPlus):
     __doc__ = "PLBA-RP: PLPA+ without OPS (PUE only)." + _SECTIONS.format(
-        legend="PLPA-RP", extra="", module="plpa_plus", parent="PLPAPlus",
-        state=", l, k", privacy=_NO_OPS, cls="PLBARP", example="(8, 6, (1, 1))",
+        legend="PLPA-RP",
+        extra="",
+        module="plpa_plus",
+        parent="PLPAPlus",
+        state=", l, k",
+        privacy=_NO_OPS,
+        cls="PLBARP",
+        example="(8, 6, (1, 1))",
     )
     name = "plba-rp"
     version = 1
@@ -106,8 +124,14 @@ class PLBARP(PLPAPlus):
 
 class PLBAOPS(PLPAPlus):
     __doc__ = "PLBA-OPS: PLPA+ without PUE (OPS only)." + _SECTIONS.format(
-        legend="PLPA-OPS", extra="", module="plpa_plus", parent="PLPAPlus",
-        state=", l, k", privacy=_NO_PUE, cls="PLBAOPS", example="(4, 12, (1, 2))",
+        legend="PLPA-OPS",
+        extra="",
+        module="plpa_plus",
+        parent="PLPAPlus",
+        state=", l, k",
+        privacy=_NO_PUE,
+        cls="PLBAOPS",
+        example="(4, 12, (1, 2))",
     )
     name = "plba-ops"
     version = 1

@@ -68,11 +68,10 @@ def re_perturb(
     d = counts.shape[0]
     beta, _ = rp_probabilities(eps_low, eps_high, d)
     kept = np.asarray(rng.binomial(counts, beta), dtype=np.int64)
-    out = kept.copy()
-    others = np.full(d - 1, 1.0 / (d - 1))
-    for v in range(d):  # a loop over values, not reports
-        moved = rng.multinomial(int(counts[v] - kept[v]), others)
-        out[np.arange(d) != v] += moved
+    moved = rng.multinomial(counts - kept, np.full(d - 1, 1.0 / (d - 1)))  # (d, d - 1)
+    spread = np.zeros((d, d), dtype=np.int64)
+    spread[~np.eye(d, dtype=bool)] = moved.ravel()  # row v: to every value but v, in order
+    out: IntArray = kept + spread.sum(axis=0)
     return out
 
 
