@@ -7,8 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from app.bench import presets, results
+from app.bench import presets
+from app.bench import report as results
 from app.bench.presets import PRESETS, resolve, run_preset
+from app.bench.report import runs
+from app.bench.report.papers.ldp_ids import TABLE2
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -106,7 +109,7 @@ def test_ldp_claims_and_render(tmp_path):
     mre = {"lbu": 1.0, "lbd": 0.9, "lba": 0.8, "lsp": 0.05, "lpu": 0.3, "lpd": 0.2, "lpa": 0.1}
     cfpu_rows = [
         {"dataset": "sin", "mechanism": m, "eps": e, "w": w, "seed": 0, "mre": 0.1, "cfpu": v}
-        for (e, w), paper in results.TABLE2.items()
+        for (e, w), paper in TABLE2.items()
         for m, v in {"lbu": 1.0, "lsp": 1 / w, "lpu": 1 / w,
                      **{k: x[0] for k, x in paper.items()}}.items()
     ]  # fmt: skip
@@ -230,8 +233,8 @@ def test_reuse_runs_only_the_missing_mechanisms(tmp_path, monkeypatch):
         asked.append(preset.mechanisms)
         return [{**r, "mechanism": "plbu", "amre": 99.0} for r in old]
 
-    monkeypatch.setattr(results, "resolve", lambda *a, **k: tiny)
-    monkeypatch.setattr(results, "run_rows", runner)
+    monkeypatch.setattr(runs, "resolve", lambda *a, **k: tiny)
+    monkeypatch.setattr(runs, "run_rows", runner)
     done = results.run_all(tmp_path, reuse=True, runs=[("pwsm-eps", "sin")], progress=False)
     _, rows, _ = done[("pwsm-eps", "sin")]
     assert asked == [("plbu",)] and {r["mechanism"] for r in rows} == {"bd", "plbu"}

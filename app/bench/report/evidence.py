@@ -1,0 +1,88 @@
+"""What the claims read: the means over seeds of every run, by measure, and two facts of the
+data (an all-zero release's AMRE, the number of users) that only feed the explanations.
+
+:func:`gather` turns the runs' rows into an :class:`Evidence`; the claim functions
+(:mod:`app.bench.report.claims`) read nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.bench.presets import Preset, summarize, sweep_means
+from app.bench.report.runs import Done
+
+__all__ = ["Evidence", "Means", "RatioMeans", "Runs", "gather", "population", "zero_release_amre"]
+
+Means = dict[tuple[float, int, str], tuple[float, float, int]]
+"""``(eps, w, mechanism) -> (mean, sample std, seeds)`` of one sweep."""
+Runs = dict[tuple[str, str], Means]
+"""``(preset, dataset) -> means`` of every run of one measure."""
+RatioMeans = dict[tuple[Any, ...], tuple[float, float, int]]
+"""``(o, mechanism) -> (mean, std, seeds)`` of a ratio run (:func:`presets.sweep_means`)."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Means over seeds, keyed ``(preset, dataset)``.
+
+    ``amre`` and ``fresh`` (share of published slots) are the central eps and w sweeps,
+    ``ratio`` and ``ratio_fresh`` the two-group ratio sweeps, ``mre`` and ``cfpu`` the local
+    runs. ``floors`` (AMRE of an all-zero release) and ``populations`` (users) are per dataset.
+    """
+
+    amre: Runs = field(default_factory=dict)
+    fresh: Runs = field(default_factory=dict)
+    ratio: dict[tuple[str, str], RatioMeans] = field(default_factory=dict)
+    ratio_fresh: dict[tuple[str, str], RatioMeans] = field(default_factory=dict)
+    mre: Runs = field(default_factory=dict)
+    cfpu: Runs = field(default_factory=dict)
+    floors: dict[str, float] = field(default_factory=dict)
+    populations: dict[str, int] = field(default_factory=dict)
+
+
+def _has(rows: list[dict[str, object]], column: str) -> bool:
+    return bool(rows) and column in rows[0]
+
+
+def gather(
+    done: Done,
+    floors: dict[str, float] | None = None,
+    populations: dict[str, int] | None = None,
+) -> Evidence:
+    """The means of every run in ``done``, by measure."""
+    sweeps = {k: v for k, v in done.items() if v[0].kind == "central" and v[0].sweep != "ratio"}
+    ratios = {k: rows for k, (p, rows, _) in done.items() if p.sweep == "ratio"}
+    local = {k: rows for k, (p, rows, _) in done.items() if p.kind == "local"}
+    return Evidence(
+        amre={k: summarize(rows, "amre") for k, (_, rows, _) in sweeps.items()},
+        fresh={k: summarize(rows, "fresh") for k, (_, rows, _) in sweeps.items()
+               if _has(rows, "fresh")},
+        ratio={k: sweep_means(rows, "amre", ("ratio",)) for k, rows in ratios.items()},
+        ratio_fresh={k: sweep_means(rows, "fresh", ("ratio",)) for k, rows in ratios.items()
+                     if _has(rows, "fresh")},
+        mre={k: summarize(rows, "mre") for k, rows in local.items()},
+        cfpu={k: summarize(rows, "cfpu") for k, rows in local.items()},
+        floors=dict(floors or {}),
+        populations=dict(populations or {}),
+    )  # fmt: skip
+
+
+def zero_release_amre(preset: Preset) -> float:
+    """AMRE of releasing all-zero histograms on the preset's data (seed 0): the error of a
+    mechanism that never publishes."""
+    import numpy as np
+
+    from app.bench.datasets import load
+
+    ds = load(preset.dataset, **preset.dataset_options)
+    counts = np.stack([np.bincount(row[row >= 0], minlength=ds.d) for row in ds.values])
+    return float((counts.astype(np.float64) ** 2).mean())
+
+
+def population(preset: Preset) -> int:
+    """Users in the preset's data (seed 0)."""
+    from app.bench.datasets import load
+
+    return int(load(preset.dataset, **preset.dataset_options).values.shape[1])

@@ -1,0 +1,331 @@
+"""RESULTS.md as text: the claims tables, the runs, the figures, the cost section.
+
+Everything here turns values into Markdown lines; nothing runs a benchmark. The machine is
+named once, in the header, from the facts the runs recorded (:func:`runs.machine`); the cost
+section adds only what the cost run measured differently.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from app.bench.presets import summarize, sweep_means
+from app.bench.report.claims.common import MAGNITUDE_TOLERANCE, Claim, Verdict, best
+from app.bench.report.runs import Done
+
+__all__ = [
+    "HEADLINE_FIGURES",
+    "claims_table",
+    "closing_note",
+    "cost_section",
+    "machine_line",
+    "ratio_table",
+    "render",
+]
+
+HEADLINE_FIGURES = (
+    ("pwsm-eps", "tdrive"),
+    ("pwsm-w", "tdrive"),
+    ("pwsm-eps", "sin"),
+    ("pwsm-ratio-eps", "sin"),
+    ("pwsm-ratio-w", "sin"),
+    ("ldp-ids-eps", "sin"),
+    ("ldp-ids-w", "sin"),
+    ("ldp-ids-cfpu", "sin"),
+)
+"""Runs whose main figure RESULTS.md shows inline (the others are linked)."""
+
+MACHINE_KEYS = ("platform", "cpus", "python", "numpy")
+
+PWSM_INTRO = (
+    "AMRE is the paper's Eq. 15 (a per-cell squared error); percentages are the mean over the "
+    "sweep points of 1 - AMRE_new / AMRE_base, as in spec §6.4. Taxi = the 600-taxi T-Drive "
+    "sample (10 x 10 grid, 1-minute slots, T = 8,889); synthetic streams at the paper's "
+    "N = T = 10,000; users in 10 types drawing (eps_i, w_i) from the grid (§6.3). PLBU (the "
+    "figures' local baseline, reconstructed per spec §2.11, A29) runs offline through "
+    "`run_local` on the same per-user values with the types' requirement groups (GRR at "
+    "eps_g/w_g per slot); it releases frequencies, scaled by N to counts for its AMRE. The "
+    "ratio runs (Figs. 12-13) put the first round(10 o) of the 10 types (a share o of users) "
+    "in the special group; BD and BA run at (0.6, 120), so their curves are flat by "
+    "construction."
+)
+LDP_INTRO = (
+    "MRE with floor 1e-3 on frequencies (spec §7.5); synthetic streams at the paper's "
+    "N = 200,000, T = 800 (LNS, Sin, Log); Taxi = the T-Drive sample in 5 random regions, "
+    "10-minute slots. CFPU = mean over full windows of reports per user per slot (A25)."
+)
+
+
+def _rel(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` (the report's folder), for Markdown links."""
+    return os.path.relpath(path, root)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def machine_line(machine: Mapping[str, str] | None) -> str:
+    """The machine the runs measured on, from the facts they recorded.
+
+    >>> machine_line({"platform": "Linux-x", "cpus": "2", "python": "3.11.9", "numpy": "2.1"})
+    'Machine of the runs (recorded when they ran): Linux-x, 2 CPUs, Python 3.11.9, numpy 2.1.'
+    """
+    if not machine:
+        return "Machine of the runs: not recorded (the runs predate `machine.json`)."
+    return (
+        f"Machine of the runs (recorded when they ran): {machine['platform']}, "
+        f"{machine['cpus']} CPUs, Python {machine['python']}, numpy {machine['numpy']}."
+    )
+
+
+def claims_table(items: Sequence[Claim]) -> list[str]:
+    """Markdown rows: # | claim | paper | dpstream | verdict | why."""
+    marks = {Verdict.AGREE: "**agree**", Verdict.DISAGREE: "**disagree**"}
+    lines = ["| # | claim | paper | dpstream | verdict | why |", "|---|---|---|---|---|---|"]
+    for c in items:
+        lines.append(
+            f"| {c.ref} | {_cell(c.claim)} | {_cell(c.paper_value)} | {_cell(c.measured)} | "
+            f"{marks.get(c.verdict, str(c.verdict))} | {_cell(c.why)} |"
+        )
+    return lines
+
+
+def _sizes(done: Done) -> list[str]:
+    lines = [
+        "| run | paper figure | sweep | seeds | dataset options | wall time |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (name, ds), (p, _, wall) in done.items():
+        opts = p.dataset_options or "defaults"
+        lines.append(
+            f"| `{name}` on {ds} | {p.paper} {p.figure} | {p.sweep_text()} | {list(p.seeds)} | "
+            f"{opts} | {wall:.0f} s |"
+        )
+    return lines
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _cost_host(host: Mapping[str, str], machine: Mapping[str, str] | None) -> str:
+    """The cost run's load, and its machine only where it differs from the runs'."""
+    differs = [k for k in MACHINE_KEYS if not machine or str(host.get(k)) != machine.get(k)]
+    names = {"cpus": "{} CPUs", "platform": "{}", "python": "Python {}", "numpy": "numpy {}"}
+    facts = [names[k].format(host[k]) for k in differs if k in host]
+    where = ", ".join(facts) if facts else "the machine above"
+    return f"{where}, load {host.get('load1', 'not recorded')}"
+
+
+def _slopes_table(slopes: list[dict[str, str]]) -> list[str]:
+    lines = ["| mechanism | slope d | slope m | slope N | holds |", "|---|---|---|---|---|"]
+    for m in dict.fromkeys(r["mechanism"] for r in slopes):
+        mine = {r["axis"]: r for r in slopes if r["mechanism"] == m}
+        cells = [f"{mine[a]['slope']} / {mine[a]['slope_top']}" for a in ("d", "m", "N")]
+        holds = all(mine[a]["holds"] == "True" for a in ("d", "m", "N"))
+        lines.append(f"| {m} | " + " | ".join(cells) + f" | {'yes' if holds else 'no'} |")
+    return lines
+
+
+def _replay_table(replay: list[dict[str, str]]) -> list[str]:
+    r0 = replay[0]
+    return [
+        f"Full T-Drive sample replay (T = {r0['T']} one-minute slots, N = {r0['N']} taxis, "
+        f"d = {r0['d']}, m = {r0['m']} groups; load {r0['load_s']} s, aggregation "
+        f"{r0['aggregate_s']} s):",
+        "",
+        "| mechanism | replay s | us per slot | publications |",
+        "|---|---|---|---|",
+        *(f"| {r['mechanism']} | {r['replay_s']} | {r['step_us']} | {r['publications']} |"
+          for r in replay),
+        "",
+    ]  # fmt: skip
+
+
+def cost_section(
+    cost_dir: Path, figures: Path, link_root: Path, machine: Mapping[str, str] | None = None
+) -> list[str]:
+    """Slopes and the full T-Drive replay from ``dpstream bench cost`` (CSV files in
+    ``cost_dir``), linking the plots found in ``figures``."""
+    slopes_path, replay_path = cost_dir / "cost_slopes.csv", cost_dir / "tdrive_replay.csv"
+    if not slopes_path.exists():
+        return ["No cost run found: run `dpstream bench cost` first.", ""]
+    slopes = _csv_rows(slopes_path)
+    lines = [
+        f"Step time of each central mechanism against the number of cells d, of requirement "
+        f"groups m and of users N (`dpstream bench cost`, seed {slopes[0]['seed']}; "
+        f"{_cost_host(slopes[0], machine)}). Slope = log-log fit over the sweep / between its "
+        "two largest points; the claim is slope <= 1 in d and m, ~0 in N (tolerance 0.25).",
+        "",
+        *_slopes_table(slopes),
+        "",
+    ]
+    for axis in ("d", "m", "N"):
+        png = figures / f"cost_{axis}.png"
+        if png.exists():
+            lines.append(f"![step time vs {axis}]({_rel(png, link_root)})")
+    lines.append("")
+    if replay_path.exists():
+        lines += _replay_table(_csv_rows(replay_path))
+    return lines
+
+
+def _best_lines(done: Done, kind: str, measure: str) -> list[str]:
+    """Which mechanism (of all the preset ran, baselines included) is lowest, per run."""
+    lines = []
+    for (name, ds), (p, rows, _) in done.items():
+        if p.kind != kind or p.sweep in ("points", "ratio") or not rows:
+            continue
+        means = summarize(rows, measure)
+        winners = best(means, [m for m in p.mechanisms if any(k[2] == m for k in means)])
+        tally = {m: winners.count(m) for m in dict.fromkeys(winners)}
+        lines.append(
+            f"`{name}` on {ds}: "
+            + ", ".join(f"{m.upper()} {k}/{len(winners)}" for m, k in tally.items())
+        )
+    if not lines:
+        return []
+    head = (
+        f"Lowest mean {measure.upper()} per sweep point among every mechanism run "
+        "(baselines not in the paper's figures included):"
+    )
+    return [head, "", *(f"- {x}" for x in lines), ""]
+
+
+def ratio_table(done: Done) -> list[str]:
+    """ln AMRE of PBD and PBA per ratio o, one line per (ratio preset, dataset, mechanism)."""
+    lines: list[str] = []
+    for (name, ds), (p, rows, _) in done.items():
+        if p.sweep != "ratio" or not rows:
+            continue
+        means = sweep_means(rows, "amre", ("ratio",))
+        ratios = sorted({k[0] for k in means})
+        if not lines:
+            lines = [
+                "| run | mechanism | " + " | ".join(f"o = {o:g}" for o in ratios) + " |",
+                "|---|---|" + "---|" * len(ratios),
+            ]
+        for m in ("pbd", "pba"):
+            cells = [f"{math.log(means[(o, m)][0]):.2f}" if (o, m) in means else "" for o in ratios]
+            lines.append(f"| `{name}` on {ds} | {m.upper()} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _ratio_section(done: Done) -> list[str]:
+    table = ratio_table(done)
+    if not table:
+        return []
+    return ["ln AMRE (mean over seeds) of the two-group ratio runs, claim 8:", "", *table, ""]
+
+
+def closing_note(cost_dir: Path, total_s: float, quick: bool) -> list[str]:
+    """The replay time of the full T-Drive sample and the wall time of this report's runs."""
+    lines = ["## Closing note", ""]
+    replay_path = cost_dir / "tdrive_replay.csv"
+    if replay_path.exists():
+        replay = _csv_rows(replay_path)
+        total = sum(float(r["replay_s"]) for r in replay)
+        slow = max(replay, key=lambda r: float(r["replay_s"]))
+        r0 = replay[0]
+        lines.append(
+            f"Replaying the whole T-Drive sample ({r0['T']} one-minute slots, about 6 days, "
+            f"{r0['N']} taxis, d = {r0['d']}, m = {r0['m']} requirement groups) takes "
+            f"{total:.1f} s for all {len(replay)} central mechanisms together, plus "
+            f"{float(r0['load_s']):.1f} s to load and {float(r0['aggregate_s']):.1f} s to "
+            f"aggregate; the slowest, {slow['mechanism']}, needs {slow['replay_s']} s "
+            f"({slow['step_us']} us per slot), far below the 60 s slot length."
+        )
+    lines.append(
+        f"All {'quick ' if quick else ''}preset runs behind this report took "
+        f"{total_s / 60:.1f} min of wall time."
+    )
+    return lines + [""]
+
+
+def _header(done: Done, items: Sequence[Claim], command: str, total_s: float,
+            machine: Mapping[str, str] | None) -> list[str]:  # fmt: skip
+    counts = {v: sum(c.verdict == v for c in items) for v in Verdict}
+    quick = any(p.quick for p, _, _ in done.values())
+    return [
+        "# RESULTS: the papers' headline claims, reproduced by dpstream",
+        "",
+        f"Regenerated by `{command}` (every number below comes from its runs and, in the cost "
+        "section, from `dpstream bench cost`; "
+        f"{'QUICK grids, not for citing; ' if quick else ''}wall time {total_s / 60:.1f} min). "
+        "Means over seeds; every seed's row is in the run's `results.csv` under the output "
+        "folder. Verdicts: **agree** (direction at every point, and the paper's percentage "
+        f"within {MAGNITUDE_TOLERANCE:g} points where it gives one), partly (direction holds at "
+        "most points or everywhere but with another magnitude), **disagree**, not run.",
+        "",
+        machine_line(machine),
+        "",
+        f"Summary: {counts[Verdict.AGREE]} agree, {counts[Verdict.PARTLY]} partly, "
+        f"{counts[Verdict.DISAGREE]} disagree, {counts[Verdict.NOT_RUN]} not run.",
+        "",
+    ]
+
+
+def _figures(done: Done, figures: Path, link_root: Path) -> list[str]:
+    lines = ["## Figures", ""]
+    for (_, ds), (p, _, _) in done.items():
+        pngs = sorted(figures.glob(f"{p.name}-{ds}/*.png"))
+        links = " ".join(f"[{png.stem}]({_rel(png, link_root)})" for png in pngs)
+        if pngs:
+            lines.append(f"- {p.paper} {p.figure}, {ds}: {links}")
+    lines += ["", "Headline figures:", ""]
+    for key in HEADLINE_FIGURES:
+        if key in done:
+            p = done[key][0]
+            for png in sorted(figures.glob(f"{key[0]}-{key[1]}/{p.measure}*.png"))[:1]:
+                lines.append(f"![{key[0]} on {key[1]}]({_rel(png, link_root)})")
+    return lines
+
+
+def render(
+    done: Done,
+    items: Sequence[Claim],
+    *,
+    figures: Path,
+    link_root: Path,
+    cost_lines: Sequence[str],
+    closing: Sequence[str] = (),
+    command: str,
+    total_s: float,
+    machine: Mapping[str, str] | None = None,
+) -> str:
+    """The whole RESULTS.md text."""
+    lines = [
+        *_header(done, items, command, total_s, machine),
+        "## PWSM (Du et al., PVLDB 2025; spec seed-000 §6.6)",
+        "",
+        PWSM_INTRO,
+        "",
+        *claims_table([c for c in items if c.paper == "PWSM"]),
+        "",
+        *_best_lines(done, "central", "amre"),
+        *_ratio_section(done),
+        "## LDP-IDS (Ren et al., SIGMOD 2022; spec seed-004 §7.8)",
+        "",
+        LDP_INTRO,
+        "",
+        *claims_table([c for c in items if c.paper == "LDP-IDS"]),
+        "",
+        *_best_lines(done, "local", "mre"),
+        "## Runs",
+        "",
+        *_sizes(done),
+        "",
+        *_figures(done, figures, link_root),
+        "",
+        "## Cost",
+        "",
+        *cost_lines,
+        *closing,
+    ]
+    return "\n".join(lines) + "\n"
