@@ -91,6 +91,33 @@ def plot_sweep(
     return out
 
 
+def _point_values(
+    rows: Sequence[dict[str, Any]], measure: str
+) -> dict[tuple[float, int, str], list[float]]:
+    """``(eps, w, mechanism) -> [measure of each seed]``."""
+    acc: dict[tuple[float, int, str], list[float]] = {}
+    for r in rows:
+        key = (float(r["eps"]), int(r["w"]), str(r["mechanism"]))
+        acc.setdefault(key, []).append(float(r[measure]))
+    return acc
+
+
+def _bar_height(
+    acc: dict[tuple[float, int, str], list[float]], key: tuple[float, int, str]
+) -> float:
+    """The mean over seeds at ``key``, NaN where the mechanism did not run."""
+    values = acc.get(key)
+    return sum(values) / len(values) if values else float("nan")
+
+
+def _log_room(ax: Any, log_y: bool) -> None:
+    """A log y axis with room for the legend above the bars."""
+    if log_y:
+        ax.set_yscale("log")
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high * 6)
+
+
 def plot_bars(
     rows: Sequence[dict[str, Any]],
     path: str | Path,
@@ -105,24 +132,15 @@ def plot_bars(
     plt = _pyplot()
     points = list(dict.fromkeys((float(r["eps"]), int(r["w"])) for r in rows))
     names = [m for m in (mechanisms or dict.fromkeys(r["mechanism"] for r in rows))]
-    acc: dict[tuple[float, int, str], list[float]] = {}
-    for r in rows:
-        key = (float(r["eps"]), int(r["w"]), str(r["mechanism"]))
-        acc.setdefault(key, []).append(float(r[measure]))
+    acc = _point_values(rows, measure)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     width = 0.8 / max(len(names), 1)
     for k, name in enumerate(names):
-        heights = [
-            sum(acc.get((e, w, name), [float("nan")])) / len(acc.get((e, w, name), [1]))
-            for e, w in points
-        ]
+        heights = [_bar_height(acc, (e, w, name)) for e, w in points]
         ax.bar([p + k * width for p in range(len(points))], heights, width, label=name.upper())
     ax.set_xticks([p + 0.4 - width / 2 for p in range(len(points))])
     ax.set_xticklabels([f"ε={e:g}, w={w}" for e, w in points])
-    if log_y:
-        ax.set_yscale("log")
-        low, high = ax.get_ylim()
-        ax.set_ylim(low, high * 6)  # room for the legend above the bars
+    _log_room(ax, log_y)
     ax.set_ylabel(LABELS.get(measure, measure))
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, ncol=4)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.bench.presets import Preset, summarize, sweep_means
-from app.bench.report.runs import Done
+from app.bench.report.runs import Done, Rows
 
 __all__ = ["Evidence", "Means", "RatioMeans", "Runs", "gather", "population", "zero_release_amre"]
 
@@ -42,8 +42,24 @@ class Evidence:
     populations: dict[str, int] = field(default_factory=dict)
 
 
-def _has(rows: list[dict[str, object]], column: str) -> bool:
-    return bool(rows) and column in rows[0]
+def _means(runs: dict[tuple[str, str], Rows], measure: str, keys: tuple[str, ...] = ()) -> Any:
+    """Means over seeds of ``measure`` per run, for the runs whose rows carry it: by
+    ``(eps, w)`` (:func:`summarize`) or by ``keys`` (:func:`sweep_means`)."""
+    out = {}
+    for k, rows in runs.items():
+        if rows and measure not in rows[0]:
+            continue
+        out[k] = sweep_means(rows, measure, keys) if keys else summarize(rows, measure)
+    return out
+
+
+def _select(done: Done, kind: str | None = None, ratio: bool = False) -> dict[Any, Rows]:
+    """The rows of the runs of ``kind`` (any kind if None) that are (or are not) ratio sweeps."""
+    return {
+        k: rows
+        for k, (p, rows, _) in done.items()
+        if (kind is None or p.kind == kind) and (p.sweep == "ratio") == ratio
+    }
 
 
 def gather(
@@ -52,21 +68,19 @@ def gather(
     populations: dict[str, int] | None = None,
 ) -> Evidence:
     """The means of every run in ``done``, by measure."""
-    sweeps = {k: v for k, v in done.items() if v[0].kind == "central" and v[0].sweep != "ratio"}
-    ratios = {k: rows for k, (p, rows, _) in done.items() if p.sweep == "ratio"}
-    local = {k: rows for k, (p, rows, _) in done.items() if p.kind == "local"}
+    sweeps = _select(done, "central")
+    ratios = _select(done, ratio=True)
+    local = _select(done, "local")
     return Evidence(
-        amre={k: summarize(rows, "amre") for k, (_, rows, _) in sweeps.items()},
-        fresh={k: summarize(rows, "fresh") for k, (_, rows, _) in sweeps.items()
-               if _has(rows, "fresh")},
-        ratio={k: sweep_means(rows, "amre", ("ratio",)) for k, rows in ratios.items()},
-        ratio_fresh={k: sweep_means(rows, "fresh", ("ratio",)) for k, rows in ratios.items()
-                     if _has(rows, "fresh")},
-        mre={k: summarize(rows, "mre") for k, rows in local.items()},
-        cfpu={k: summarize(rows, "cfpu") for k, rows in local.items()},
+        amre=_means(sweeps, "amre"),
+        fresh=_means(sweeps, "fresh"),
+        ratio=_means(ratios, "amre", ("ratio",)),
+        ratio_fresh=_means(ratios, "fresh", ("ratio",)),
+        mre=_means(local, "mre"),
+        cfpu=_means(local, "cfpu"),
         floors=dict(floors or {}),
         populations=dict(populations or {}),
-    )  # fmt: skip
+    )
 
 
 def zero_release_amre(preset: Preset) -> float:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from app.bench.presets import summarize, sweep_means
-from app.bench.report.claims.common import MAGNITUDE_TOLERANCE, Claim, Verdict, best
+from app.bench.report.claims.common import MAGNITUDE_TOLERANCE, Claim, Means, Verdict, best
 from app.bench.report.runs import Done
 
 __all__ = [
@@ -176,19 +176,20 @@ def cost_section(
     return lines
 
 
+def _tally(mechanisms: Sequence[str], means: Means) -> str:
+    """How often each mechanism is the lowest: ``"SAMPLE 2/5, PBA 3/5"``."""
+    winners = best(means, [m for m in mechanisms if any(k[2] == m for k in means)])
+    tally = {m: winners.count(m) for m in dict.fromkeys(winners)}
+    return ", ".join(f"{m.upper()} {k}/{len(winners)}" for m, k in tally.items())
+
+
 def _best_lines(done: Done, kind: str, measure: str) -> list[str]:
     """Which mechanism (of all the preset ran, baselines included) is lowest, per run."""
-    lines = []
-    for (name, ds), (p, rows, _) in done.items():
-        if p.kind != kind or p.sweep in ("points", "ratio") or not rows:
-            continue
-        means = summarize(rows, measure)
-        winners = best(means, [m for m in p.mechanisms if any(k[2] == m for k in means)])
-        tally = {m: winners.count(m) for m in dict.fromkeys(winners)}
-        lines.append(
-            f"`{name}` on {ds}: "
-            + ", ".join(f"{m.upper()} {k}/{len(winners)}" for m, k in tally.items())
-        )
+    lines = [
+        f"`{name}` on {ds}: {_tally(p.mechanisms, summarize(rows, measure))}"
+        for (name, ds), (p, rows, _) in done.items()
+        if p.kind == kind and p.sweep not in ("points", "ratio") and rows
+    ]
     if not lines:
         return []
     head = (

@@ -29,6 +29,8 @@ __all__ = [
     "Runs",
     "Verdict",
     "best",
+    "by_any",
+    "by_majority",
     "by_share",
     "curves",
     "mean",
@@ -108,6 +110,20 @@ def by_share(good: int, total: int) -> Verdict:
     if good == total:
         return Verdict.AGREE
     return Verdict.PARTLY if good >= total * 3 // 4 else Verdict.DISAGREE
+
+
+def by_any(good: int, total: int) -> Verdict:
+    """All: agree; some: partly; none: disagree."""
+    if good == total:
+        return Verdict.AGREE
+    return Verdict.PARTLY if good else Verdict.DISAGREE
+
+
+def by_majority(good: int, total: int) -> Verdict:
+    """All: agree; more than half: partly; else disagree."""
+    if good == total:
+        return Verdict.AGREE
+    return Verdict.PARTLY if good > total // 2 else Verdict.DISAGREE
 
 
 def monotone(values: list[float], increasing: bool) -> bool:

@@ -12,6 +12,7 @@ from app.bench.report.claims.common import (
     Claim,
     Means,
     Verdict,
+    by_majority,
     by_share,
     curves,
     mean,
@@ -68,13 +69,6 @@ def _both(ev: Evidence) -> dict[str, Means]:
     return {**_runs(ev, "ldp-ids-eps"), **_runs(ev, "ldp-ids-w")}
 
 
-def _most(good: int, total: int) -> Verdict:
-    """All: agree; more than half: partly; else disagree."""
-    if good == total:
-        return Verdict.AGREE
-    return Verdict.PARTLY if good > total // 2 else Verdict.DISAGREE
-
-
 def h1(ev: Evidence) -> list[Claim]:
     """H1 (Fig. 4): population division below budget division at every eps, w = 20."""
     eps_runs = _runs(ev, "ldp-ids-eps")
@@ -94,7 +88,7 @@ def h1(ev: Evidence) -> list[Claim]:
             "LBA), w = 20, every eps",
             "every point, large gap",
             f"{sum(ok)}/{len(ok)} points ({', '.join(eps_runs)}); smallest gap x{gap:.1f}",
-            _most(sum(ok), len(ok)),
+            by_majority(sum(ok), len(ok)),
         )
     ]
 
@@ -169,20 +163,23 @@ def h5(ev: Evidence) -> list[Claim]:
         if not ordered({m: mean(r, *p, m) for m in POPULATION}, ("lpa", "lpd", "lpu"))
     ]
     n_ok = len(wpts) - len(failed)
-    why = ""
-    if failed:
-        tdrive = all(f.startswith("tdrive") for f in failed)
-        why = WHY_TDRIVE if tdrive else WHY_POPULATION_ORDER
     return [
         _claim(
             "H5",
             "Fig. 5: LPA < LPD < LPU at each w (eps = 1)",
             "most points",
             f"{n_ok}/{len(wpts)} points" + (f"; not: {', '.join(failed)}" if failed else ""),
-            _most(n_ok, len(wpts)),
-            why,
+            by_majority(n_ok, len(wpts)),
+            _population_order_why(failed),
         )
     ]
+
+
+def _population_order_why(failed: list[str]) -> str:
+    """Why LPA < LPD < LPU failed where it did: the Taxi sample, or a changing stream."""
+    if not failed:
+        return ""
+    return WHY_TDRIVE if all(f.startswith("tdrive") for f in failed) else WHY_POPULATION_ORDER
 
 
 def h5_orderings(ev: Evidence) -> list[Claim]:
@@ -207,20 +204,28 @@ def h5_orderings(ev: Evidence) -> list[Claim]:
     return out
 
 
+def _at_largest_w(r: Means) -> dict[str, float]:
+    """LBU, LBD and LBA at the sweep's largest w."""
+    e, w = max(points(r), key=lambda p: p[1])
+    return {m: mean(r, e, w, m) for m in BUDGET}
+
+
+def _h6_verdict(lbd_above: bool, lba_below: int, datasets: int) -> Verdict:
+    """LBD above LBU somewhere and LBA never above: agree; either half of it: partly."""
+    if lbd_above and lba_below == datasets:
+        return Verdict.AGREE
+    return Verdict.PARTLY if lbd_above or lba_below else Verdict.DISAGREE
+
+
 def h6(ev: Evidence) -> list[Claim]:
     """H6 (Fig. 5): at the largest w, LBD above LBU on some dataset, LBA never above LBU."""
     w_runs = _runs(ev, "ldp-ids-w")
     if not w_runs:
         return []
-    top = {ds: max(points(r), key=lambda p: p[1]) for ds, r in w_runs.items()}
-    above = [ds for ds, r in w_runs.items()
-             if mean(r, *top[ds], "lbd") > mean(r, *top[ds], "lbu")]  # fmt: skip
-    below = [ds for ds, r in w_runs.items()
-             if mean(r, *top[ds], "lba") <= mean(r, *top[ds], "lbu")]  # fmt: skip
-    if above and len(below) == len(w_runs):
-        verdict = Verdict.AGREE
-    else:
-        verdict = Verdict.PARTLY if above or below else Verdict.DISAGREE
+    at_top = {ds: _at_largest_w(r) for ds, r in w_runs.items()}
+    above = [ds for ds, v in at_top.items() if v["lbd"] > v["lbu"]]
+    below = [ds for ds, v in at_top.items() if v["lba"] <= v["lbu"]]
+    verdict = _h6_verdict(bool(above), len(below), len(w_runs))
     return [
         _claim(
             "H6",
@@ -279,26 +284,35 @@ def _table2_cell(v: dict[str, float], e: float, w: int, ds: str) -> tuple[bool, 
     return exact, misses, order
 
 
+def _table2_verdict(exact: int, within: int, cells: int) -> Verdict:
+    """Exact columns and tolerances hold everywhere: agree; only the exact ones: partly."""
+    if exact == within == cells:
+        return Verdict.AGREE
+    return Verdict.PARTLY if exact == cells else Verdict.DISAGREE
+
+
+def _table2_checks(ev: Evidence) -> list[tuple[bool, list[str], bool]]:
+    """:func:`_table2_cell` for every cell of Table 2 that a CFPU run measured."""
+    return [
+        _table2_cell({m: mean(r, e, w, m) for m in ALL}, e, w, ds)
+        for (preset, ds), r in ev.cfpu.items()
+        if preset == "ldp-ids-cfpu" and ds in paper.TABLE2_COLUMN
+        for e, w in paper.TABLE2
+        if (e, w, "lbu") in r
+    ]
+
+
 def h12(ev: Evidence) -> list[Claim]:
     """H12 (Table 2): CFPU values within the spec's tolerances, and their ordering."""
-    cells = exact = within = order_ok = 0
-    worst: list[str] = []
-    for (preset, ds), r in ev.cfpu.items():
-        if preset != "ldp-ids-cfpu" or ds not in paper.TABLE2_COLUMN:
-            continue
-        for e, w in paper.TABLE2:
-            if (e, w, "lbu") not in r:
-                continue
-            ok, misses, order = _table2_cell({m: mean(r, e, w, m) for m in ALL}, e, w, ds)
-            cells, exact, order_ok = cells + 1, exact + ok, order_ok + order
-            within += not misses
-            worst += misses
-    if not cells:
+    checked = _table2_checks(ev)
+    if not checked:
         return []
-    if exact == within == cells:
-        verdict = Verdict.AGREE
-    else:
-        verdict = Verdict.PARTLY if exact == cells else Verdict.DISAGREE
+    cells = len(checked)
+    exact = sum(ok for ok, _, _ in checked)
+    within = sum(not misses for _, misses, _ in checked)
+    order_ok = sum(order for _, _, order in checked)
+    worst = [miss for _, misses, _ in checked for miss in misses]
+    verdict = _table2_verdict(exact, within, cells)
     return [
         _claim(
             "H12",

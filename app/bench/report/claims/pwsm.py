@@ -19,6 +19,7 @@ from app.bench.report.claims.common import (
     RatioMeans,
     Verdict,
     best,
+    by_any,
     by_share,
     curves,
     mean,
@@ -173,29 +174,30 @@ def claim_2(ev: Evidence) -> list[Claim]:
     return _figure_reductions(ev, "2")
 
 
+def _taxi_overall(taxi: list[float]) -> Claim:
+    overall = sum(taxi) / len(taxi)
+    close = abs(100 * overall - paper.REAL_OVERALL_PCT) <= MAGNITUDE_TOLERANCE
+    return _claim(
+        "3",
+        "Real data overall: PBD below BD",
+        f"-{paper.REAL_OVERALL_PCT:g}% (mean of Taxi and Foursquare, both sweeps)",
+        f"-{pct(overall)} (mean of the Taxi sweeps; no Foursquare run)",
+        Verdict.AGREE if close else Verdict.PARTLY,
+        "" if close else "as claim 1 (small, sparse sample)",
+    )
+
+
 def claim_3(ev: Evidence) -> list[Claim]:
     """Claim 3: on the real data PBD is below BD by 68% overall, and the best method."""
     taxi = _reductions(ev, taxi=True)
     if not taxi:
         return []
-    overall = sum(taxi) / len(taxi)
-    close = abs(100 * overall - paper.REAL_OVERALL_PCT) <= MAGNITUDE_TOLERANCE
     winners = _best_points(ev, ("tdrive",))
     n_best = sum(b == "pbd" for b in winners)
     others = sorted({b.upper() for b in winners if b != "pbd"})
-    if n_best == len(winners):
-        verdict = Verdict.AGREE
-    else:
-        verdict = Verdict.PARTLY if n_best else Verdict.DISAGREE
+    verdict = by_any(n_best, len(winners))
     return [
-        _claim(
-            "3",
-            "Real data overall: PBD below BD",
-            f"-{paper.REAL_OVERALL_PCT:g}% (mean of Taxi and Foursquare, both sweeps)",
-            f"-{pct(overall)} (mean of the Taxi sweeps; no Foursquare run)",
-            Verdict.AGREE if close else Verdict.PARTLY,
-            "" if close else "as claim 1 (small, sparse sample)",
-        ),
+        _taxi_overall(taxi),
         _claim(
             "3",
             "PBD is the best method on the real data (of BD, BA, PBD, PBA)",
@@ -313,6 +315,13 @@ def _plbu_why(tlns_worst: bool) -> str:
     return why
 
 
+def _plbu_verdict(hit: int, total: int, tlns_worst: int) -> Verdict:
+    """Worst everywhere but TLNS: agree; worst at most points: partly."""
+    if hit == total and tlns_worst == 0:
+        return Verdict.AGREE
+    return Verdict.PARTLY if hit == total or hit > total // 2 else Verdict.DISAGREE
+
+
 def claim_6(ev: Evidence) -> list[Claim]:
     """Claim 6: PLBU is the worst of the figures' methods on every dataset except TLNS."""
     claim, paper_value = "PLBU is the worst method on every dataset except TLNS", "Figs. 10-11"
@@ -328,10 +337,9 @@ def claim_6(ev: Evidence) -> list[Claim]:
         f"PLBU worst (of BD, BA, PBD, PBA, PLBU) at: {', '.join(parts)} points (both sweeps); "
         f"its ln AMRE is {min(gaps):.1f} to {max(gaps):.1f} above the worst central method's"
     )
-    if hit == total and tlns[0] == 0:
-        return [_claim("6", claim, paper_value, measured, Verdict.AGREE)]
-    verdict = Verdict.PARTLY if hit == total or hit > total // 2 else Verdict.DISAGREE
-    return [_claim("6", claim, paper_value, measured, verdict, _plbu_why(bool(tlns[0])))]
+    verdict = _plbu_verdict(hit, total, tlns[0])
+    why = "" if verdict == Verdict.AGREE else _plbu_why(bool(tlns[0]))
+    return [_claim("6", claim, paper_value, measured, verdict, why)]
 
 
 def claim_7(ev: Evidence) -> list[Claim]:
@@ -448,16 +456,12 @@ def _ratio_claim(ev: Evidence, preset: str) -> Claim:
         f"{good}/{total} curves flat (ln span <= {FLAT_LN} over o <= 0.7) then dropping "
         f"(ln AMRE 0.7 -> 0.9 <= -{DROP_LN}); " + "; ".join(details)
     )
-    if good == total:
-        verdict = Verdict.AGREE
-    else:
-        verdict = Verdict.PARTLY if good else Verdict.DISAGREE
     why = ""
     if notes:
         why = "derived switch o* of the DC threshold (OBS picks the larger budget): " + (
             "; ".join(notes)
         )
-    return _claim("8", claim, paper_value, measured, verdict, why)
+    return _claim("8", claim, paper_value, measured, by_any(good, total), why)
 
 
 def claim_8(ev: Evidence) -> list[Claim]:
