@@ -22,8 +22,8 @@ from app.dp.local.personal_population import PersonalWindowError
 from app.dp.types import Group
 
 SLOTS = 10_000
-WITH_OPS = ["plpd+", "plpa+", "plbd-ops", "plba-ops"]
-WITHOUT_OPS = ["plpd", "plpa", "plbd-rp", "plba-rp"]
+WITH_OPS = ["plpa+", "plpd+", "plbd-ops", "plba-ops"]
+WITHOUT_OPS = ["plpa", "plpd", "plbd-rp", "plba-rp"]
 
 settings.register_profile(
     "pldp-invariant",
@@ -93,12 +93,13 @@ def per_user_audit(m, requests, slots):
 @st.composite
 def mechanisms(draw, names):
     name = draw(st.sampled_from(names))
-    k = draw(st.integers(1, 4))
-    windows = st.integers(1, 24)
-    budgets = st.sampled_from([0.25, 0.5, 1.0, 1.5, 2.5])
-    levels = [Group(draw(windows), draw(budgets)) for _ in range(k)]
+    k = draw(st.integers(3, 5))
+    # permutations: even the simplest example mixes distinct windows and budgets
+    windows = draw(st.permutations([6, 13, 1, 24, 9, 17, 4]))[:k]
+    budgets = draw(st.permutations([0.5, 2.5, 1.0, 0.25, 1.5]))[:k]
+    levels = [Group(w, e) for w, e in zip(windows, budgets, strict=True)]
     w_max = max(g.w for g in levels)
-    users = [draw(st.integers(1, 40)) for _ in range(k)]
+    users = [draw(st.integers(5, 60)) for _ in range(k)]
     users[0] += max(0, 2 * w_max - sum(users)) + draw(st.integers(0, 60))
     n = sum(users)
     buckets = draw(st.one_of(st.none(), st.integers(2 * w_max, n)))
