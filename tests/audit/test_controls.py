@@ -44,5 +44,5 @@ def test_the_sdk_device_stops_the_double_report():
         return LPUTwice(d=2, eps=1.0, w=4, users=16)
 
     case = LocalAdapter().case("lpu-twice+sdk", build, local_pair(build(), 0))
-    verdict = audit_case(case, 300, 0.05, np.random.default_rng(SEED), lambda k: None)
+    verdict = audit_case(case, 200, 0.05, np.random.default_rng(SEED), lambda k: None)
     assert verdict.status == "ok" and verdict.lower_bound <= 1.0
