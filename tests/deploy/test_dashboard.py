@@ -44,14 +44,65 @@ def test_dashboard_shows_what_the_issue_asks(dashboard: dict) -> None:
         "dpstream_window_budget_spent",
         "dpstream_group_epsilon",  # budget vs eps
         "dpstream_window_budget_fraction",
+        "dpstream_epsilon_spent_total",
         "dpstream_releases_total",  # fresh vs approximated
-        "dpstream_events_total",
         "dpstream_dead_letters_total",
         "dpstream_slot_close_lag_seconds_bucket",
         "dpstream_release_latency_seconds_bucket",
         "dpstream_mechanism_step_seconds_bucket",
-        "dpstream_consumer_lag",
+        "dpstream_consumer_lag_seconds",  # issue 15: lag in seconds, per topic
+        "dpstream_watermark_seconds",  # issue 9: event-time progress
+        "dpstream_slot_timeouts_total",
+        "dpstream_late_partials_total",
+        "dpstream_ready",
     } <= used
+
+
+def test_dashboard_never_depends_on_exact_data_counts(dashboard: dict) -> None:
+    """Exact counts of the users' data are an opt-in off by default (issue 9, item 1): the
+    dashboard shows nothing that needs them, and no panel is left empty without them."""
+    used = set().union(*(metric_names_in(e) for _, e in _exprs(dashboard)))
+    assert not used & {"dpstream_events_total", "dpstream_reports_total"}
+    assert "dpstream_consumer_lag" not in used  # replaced by dpstream_consumer_lag_seconds
+
+
+def test_budget_panels_label_levels_by_name(dashboard: dict) -> None:
+    budget = [
+        (t, e)
+        for t, e in _exprs(dashboard)
+        if metric_names_in(e)
+        & {
+            "dpstream_window_budget_spent",
+            "dpstream_window_budget_fraction",
+            "dpstream_group_epsilon",
+            "dpstream_epsilon_spent_total",
+        }
+    ]
+    assert budget
+    for title, expr in budget:
+        assert "by (stream, level)" in expr, title
+        assert "group)" not in expr, title
+
+
+def test_panels_do_not_overlap(dashboard: dict) -> None:
+    def cells(panels: list[dict]) -> list[tuple[int, int, str]]:
+        out = []
+        for p in panels:
+            g = p["gridPos"]
+            out += [
+                (x, y, p["title"])
+                for x in range(g["x"], g["x"] + g["w"])
+                for y in range(g["y"], g["y"] + g["h"])
+            ]
+        return out
+
+    top = cells(dashboard["panels"])
+    assert len({(x, y) for x, y, _ in top}) == len(top)
+    assert all(x < 24 for x, _, _ in top)
+    for row in dashboard["panels"]:
+        if row.get("collapsed"):
+            inner = cells(row["panels"])
+            assert len({(x, y) for x, y, _ in inner}) == len(inner), row["title"]
 
 
 def test_every_query_names_only_metrics_app_metrics_defines(dashboard: dict) -> None:
