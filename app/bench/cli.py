@@ -116,7 +116,7 @@ def _preset(args: argparse.Namespace) -> int:
 
 
 def _results(args: argparse.Namespace) -> int:
-    from app.bench.report import regenerate
+    from app.bench.report.regenerate import regenerate
 
     if (missing := plotting_missing("bench results")) is not None:
         print(missing, file=sys.stderr)

@@ -8,10 +8,12 @@ from dataclasses import replace
 import pytest
 
 from app.bench import presets
-from app.bench import report as results
 from app.bench.presets import PRESETS, resolve, run_preset
 from app.bench.report import runs
+from app.bench.report.claims import claims
 from app.bench.report.papers.ldp_ids import TABLE2
+from app.bench.report.regenerate import regenerate
+from app.bench.report.render import ratio_table, render
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -93,16 +95,16 @@ def test_claims_verdicts_on_stub_rows():
         ("pwsm-eps", "sin"): _rows("sin", "eps",
                                    {"bd": 1000.0, "pbd": 500.0, "ba": 400.0, "pba": 100.0}),
     })  # fmt: skip
-    by_claim = {(c.ref, c.claim.split(":")[0]): c for c in results.claims(done)}
+    by_claim = {(c.ref, c.claim.split(":")[0]): c for c in claims(done)}
     taxi_eps = by_claim[("1", "tdrive Fig. 10 (eps sweep, w=120)")]
     assert taxi_eps.verdict == "agree" and "-70.0% AMRE" in taxi_eps.measured
     taxi_w = by_claim[("2", "tdrive Fig. 11 (w sweep, eps=0.6)")]
     assert taxi_w.verdict == "disagree" and "0/2 points" in taxi_w.measured
     sin = by_claim[("4", "sin Fig. 10 (eps sweep, w=120)")]
     assert sin.verdict == "partly" and "-75.0%" in sin.measured and sin.why  # 75% vs 27.7%
-    pbd_everywhere = next(c for c in results.claims(done) if c.claim.startswith("PBD beats BD"))
+    pbd_everywhere = next(c for c in claims(done) if c.claim.startswith("PBD beats BD"))
     assert pbd_everywhere.verdict == "disagree" and "6/8 points" in pbd_everywhere.measured
-    assert next(c for c in results.claims(done) if c.ref == "7").verdict == "agree"
+    assert next(c for c in claims(done) if c.ref == "7").verdict == "agree"
 
 
 def test_ldp_claims_and_render(tmp_path):
@@ -116,13 +118,13 @@ def test_ldp_claims_and_render(tmp_path):
     wrows = [{**r, "eps": 1.0, "w": r["w"] // 6} for r in _rows("sin", "w", mre)]  # w 6 and 33
     wrows += [{**r, "eps": 1.0, "w": 20} for r in _rows("sin", "w", mre) if r["w"] == 40]
     done = _done({("ldp-ids-w", "sin"): wrows, ("ldp-ids-cfpu", "sin"): cfpu_rows})
-    items = results.claims(done)
+    items = claims(done)
     ordering = next(c for c in items if c.claim.startswith("sin, eps = 1, w = 20"))
     assert ordering.verdict == "agree" and ordering.measured.startswith("LSP 0.05 < LPA 0.1")
     table2 = [c for c in items if c.ref == "H12"]
     assert [c.verdict for c in table2] == ["agree", "agree"]
     assert "exact 3/3" in table2[0].measured
-    text = results.render(done, items, figures=tmp_path / "fig", link_root=tmp_path,
+    text = render(done, items, figures=tmp_path / "fig", link_root=tmp_path,
                           cost_lines=["cost here"], command="cmd", total_s=60.0)  # fmt: skip
     assert "| H12 |" in text and "**agree**" in text and "cost here" in text
     assert "not run" in text  # PWSM claims 6 and 8 are always listed
@@ -143,7 +145,7 @@ def test_regenerate_writes_report_with_stub_runs(tmp_path):
     def runner(out_root, **_):
         return _done({("pwsm-eps", "sin"): rows})
 
-    path = results.regenerate(tmp_path / "R.md", tmp_path / "runs", "docs/results", cost,
+    path = regenerate(tmp_path / "R.md", tmp_path / "runs", "docs/results", cost,
                               runner=runner)  # fmt: skip
     text = path.read_text()
     assert "| bd | 0.5 / 0.6 | 0.5 / 0.6 | 0.5 / 0.6 | yes |" in text
@@ -210,14 +212,14 @@ def test_claims_6_and_8_on_stub_rows():
         ("pwsm-ratio-w", "sin"): _ratio_rows(
             "sin", {0.1: 1000.0, 0.3: 800.0, 0.5: 600.0, 0.7: 400.0, 0.9: 350.0}),
     })  # fmt: skip
-    items = results.claims(done, populations={"sin": 10_000})
+    items = claims(done, populations={"sin": 10_000})
     six = next(c for c in items if c.ref == "6")
     assert six.verdict == "partly" and "sin 3/3, tlns 3/3" in six.measured  # worst on TLNS too
     budget, window = [c for c in items if c.ref == "8"]
     assert budget.verdict == "agree" and "2/2 curves" in budget.measured
     assert window.verdict == "disagree" and "o* = 0.920, above 0.9" in window.why
     assert "o* = 0.887, inside the sweep" in budget.why
-    table = results.ratio_table(done)
+    table = ratio_table(done)
     assert table[0].startswith("| run | mechanism | o = 0.1 |") and len(table) == 2 + 4
 
 
@@ -235,7 +237,7 @@ def test_reuse_runs_only_the_missing_mechanisms(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runs, "resolve", lambda *a, **k: tiny)
     monkeypatch.setattr(runs, "run_rows", runner)
-    done = results.run_all(tmp_path, reuse=True, runs=[("pwsm-eps", "sin")], progress=False)
+    done = runs.run_all(tmp_path, reuse=True, runs=[("pwsm-eps", "sin")], progress=False)
     _, rows, _ = done[("pwsm-eps", "sin")]
     assert asked == [("plbu",)] and {r["mechanism"] for r in rows} == {"bd", "plbu"}
     assert "plbu" in (folder / "results.md").read_text()

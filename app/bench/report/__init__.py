@@ -9,13 +9,11 @@ command (``dpstream bench results``). One module per job:
 :mod:`.render`       the Markdown report
 :mod:`.regenerate`   the whole command: runs, cost, figures, claims, report
 ==================== ===============================================================
+
+Import from the modules (``from app.bench.report.regenerate import regenerate``): the package
+re-exports nothing, so no function hides a module of the same name.
 """
 
 from __future__ import annotations
 
-from app.bench.report.claims import Claim, Verdict, claims
-from app.bench.report.regenerate import regenerate
-from app.bench.report.render import ratio_table, render
-from app.bench.report.runs import RUNS, run_all
-
-__all__ = ["RUNS", "Claim", "Verdict", "claims", "ratio_table", "regenerate", "render", "run_all"]
+__all__: list[str] = []

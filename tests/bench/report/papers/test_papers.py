@@ -1,0 +1,40 @@
+"""The papers' numbers kept as data match the specs that quote them (``shared/specs``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from app.bench.report.papers import ldp_ids, pwsm
+
+SPECS = Path(__file__).resolve().parents[5] / "shared" / "specs"
+needs_specs = pytest.mark.skipif(not SPECS.is_dir(), reason="shared/specs not next to the repo")
+
+
+@needs_specs
+def test_pwsm_reductions_are_the_specs():
+    text = (SPECS / "seed-000-pwsm.md").read_text()
+    for r in pwsm.REDUCTIONS.values():
+        quote = rf"\*\*−{r.amre_pct}%\*\*[^(]*\(−{r.ln_pct}% (in )?ln\)"
+        assert re.search(quote, text), r
+    assert f"= {pwsm.SYNTHETIC_OVERALL_PCT}." in text and "= 67.975" in text
+
+
+@needs_specs
+def test_ldp_ids_table2_is_the_specs():
+    text = (SPECS / "seed-004-ldp-ids.md").read_text()
+    for (eps, w), rows in ldp_ids.TABLE2.items():
+        block = text.split(f"ε = {eps:g}, w = {w}\n", 1)[1].split("\n\n", 1)[0]
+        for mech, values in rows.items():
+            row = re.search(rf"\| [BP] {mech.upper()} \|(.*)\|", block)
+            assert row is not None
+            cells = [float(x) for x in row.group(1).split("|")]
+            assert tuple(cells[:3]) == values, (eps, w, mech)
+
+
+def test_every_reduction_has_a_figure_and_the_ratio_groups_their_budgets():
+    assert {sweep for _, sweep in pwsm.REDUCTIONS} == set(pwsm.FIGURES)
+    assert set(pwsm.SCALE) <= set(pwsm.REDUCTIONS)
+    assert all(g.special != pwsm.DEFAULT_GROUP for g in pwsm.RATIO_GROUPS.values())
