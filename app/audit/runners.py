@@ -182,6 +182,45 @@ class CentralAdapter:
         return publishes
 
 
+# -- graph --------------------------------------------------------------------------------------
+
+
+class _Configured:
+    """A mechanism class with fixed extra constructor parameters (a graph, ``n``, ...)."""
+
+    def __init__(self, cls: Any, extra: dict[str, Any]) -> None:
+        self.cls, self.extra = cls, extra
+
+    def for_stream(self, d: int, groups: Sequence[Group], **params: Any) -> Any:
+        return self.cls.for_stream(d, groups, **{**self.extra, **params})
+
+
+class GraphAdapter(CentralAdapter):
+    """(w,n) mechanisms over a public graph: central pairs on the class's test graph.
+
+    The graph, ``n`` and the other extra parameters come from the class's ``test_params``; the
+    requirement is the static group. ``add/remove`` puts the target on page 0 at every window
+    slot (inside any (w,n) window); ``replace`` moves it between the adjacent pages 0 and 1,
+    which one spatial window covers only when ``n >= 2`` (spec seed-003 §1.4), so mechanisms
+    with ``n = 1`` are audited on ``add/remove`` only.
+    """
+
+    kind = "graph"
+
+    def cases(
+        self, name: str, cls: Any, settings: Settings, rng: np.random.Generator
+    ) -> list[Case]:
+        params = dict(cls.test_params())
+        d = int(params.pop("d"))
+        params.pop("groups", None)
+        configured = _Configured(cls, params)
+        n = int(configured.for_stream(d, list(settings.static_groups)).n)
+        wanted = [c for c in settings.central_cases if n >= 2 or c[0] == "add/remove"]
+        local = Settings(d, settings.static_groups, settings.static_groups, tuple(wanted),
+                         settings.boundary_probes)  # fmt: skip
+        return super().cases(name, configured, local, rng)
+
+
 # -- period -------------------------------------------------------------------------------------
 
 
@@ -348,5 +387,6 @@ ADAPTERS: dict[str, Any] = {
     "central": CentralAdapter(),
     "local": LocalAdapter(),
     "period": PeriodAdapter(),
+    "graph": GraphAdapter(),
 }
 """Mechanism kind -> adapter. A registered kind missing here gets a "no adapter" verdict."""
