@@ -51,7 +51,9 @@ def test_compose_config_q_passes() -> None:
 
 def test_compose_config_q_rejects_a_broken_file(tmp_path: Path) -> None:
     bad = tmp_path / "docker-compose.yml"
-    bad.write_text(COMPOSE.read_text().replace('- "9464:9464"', "- {published: nine}"))
+    broken = COMPOSE.read_text().replace('- "127.0.0.1:9464:9464"', "- {published: nine}")
+    assert broken != COMPOSE.read_text()
+    bad.write_text(broken)
     assert compose("config", "-q", file=bad, check=False).returncode != 0
 
 
@@ -87,6 +89,15 @@ def test_stack_services(stack: dict) -> None:
         v["target"] == "/var/lib/dpstream" and v["type"] == "volume"
         for v in services["dpstream"]["volumes"]
     )
+
+
+def test_published_ports_bind_the_loopback_only(stack: dict) -> None:
+    """/metrics, Prometheus, Grafana (anonymous viewer) and Kafka are unauthenticated here:
+    the laptop stack publishes them on 127.0.0.1, never on every interface of the host."""
+    published = [(n, p) for n, svc in stack["services"].items() for p in svc.get("ports", [])]
+    assert {str(p["target"]) for _, p in published} >= {"9464", "9090", "3000", "9094"}
+    for name, port in published:
+        assert port.get("host_ip") == "127.0.0.1", (name, port)
 
 
 def _binds(service: dict) -> dict[str, Path]:

@@ -5,8 +5,18 @@ every query valid PromQL on a real Prometheus."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from tests.deploy.conftest import DASHBOARD, exposed_names, metric_names_in, prom_query
+import yaml
+
+from tests.deploy.conftest import (
+    DASHBOARD,
+    exposed_names,
+    metric_names_in,
+    prom_query,
+    run,
+    tool,
+)
 
 
 def _panels(dashboard: dict) -> list[dict]:
@@ -124,12 +134,25 @@ def test_every_dashboard_metric_is_on_the_live_metrics_endpoint(
 
 def test_every_query_is_valid_promql_on_a_real_prometheus(dashboard: dict, prometheus: str) -> None:
     for _title, expr in _exprs(dashboard):
-        if expr.startswith("label_values("):
-            metric = expr[len("label_values(") :].split(",")[0]
-            expr = f"count by (stream) ({metric})"
-        expr = (
-            expr.replace("$__rate_interval", "1m")
-            .replace("$__range", "1h")
-            .replace("$stream", ".*")
-        )
-        prom_query(prometheus, expr)  # fails on a parse or evaluation error
+        prom_query(prometheus, _as_promql(expr))  # fails on a parse or evaluation error
+
+
+def _as_promql(expr: str) -> str:
+    """A dashboard query with Grafana's variables replaced, as Prometheus would receive it."""
+    if expr.startswith("label_values("):
+        metric = expr[len("label_values(") :].split(",")[0]
+        expr = f"count by (stream) ({metric})"
+    return expr.replace("$__rate_interval", "1m").replace("$__range", "1h").replace("$stream", ".*")
+
+
+def test_every_query_parses_with_promtool(dashboard: dict, tmp_path: Path) -> None:
+    """Offline: each query as a recording rule, checked by `promtool check rules` (the live
+    test below also evaluates them on a real Prometheus)."""
+    rules = [
+        {"record": f"dashboard:q{i}", "expr": _as_promql(expr)}
+        for i, (_title, expr) in enumerate(_exprs(dashboard))
+    ]
+    path = tmp_path / "dashboard-rules.yaml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
+    out = run(tool("promtool"), "check", "rules", str(path)).stdout
+    assert f"SUCCESS: {len(rules)} rules found" in out
