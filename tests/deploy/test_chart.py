@@ -457,3 +457,23 @@ def test_notes_list_every_topic_with_its_access_rule() -> None:
     readme = (CHART / "README.md").read_text()
     for spec in topics.specs:
         assert f"`{spec.name}`" in readme, f"{spec.name} missing from the chart README"
+
+
+def test_network_policy_admits_only_the_metrics_scrape() -> None:
+    assert not by_kind(docs(None), "NetworkPolicy")
+    manifests = docs(CHART / "ci" / "monitoring-values.yaml")
+    (policy,) = by_kind(manifests, "NetworkPolicy")
+    sts = by_kind(manifests, "StatefulSet")[0]
+    assert policy["spec"]["podSelector"]["matchLabels"] == sts["spec"]["selector"]["matchLabels"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["ports"] == [{"port": 9464, "protocol": "TCP"}]
+    (peer,) = rule["from"]
+    assert peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
+    default_peer = [
+        d
+        for d in yaml.safe_load_all(render(None, "--set", "networkPolicy.enabled=true").stdout)
+        if d
+    ]
+    (policy,) = by_kind(default_peer, "NetworkPolicy")
+    assert policy["spec"]["ingress"][0]["from"] == [{"podSelector": {}}]  # never "from anywhere"
