@@ -156,3 +156,11 @@ def test_every_query_parses_with_promtool(dashboard: dict, tmp_path: Path) -> No
     path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
     out = run(tool("promtool"), "check", "rules", str(path)).stdout
     assert f"SUCCESS: {len(rules)} rules found" in out
+
+
+def test_live_metrics_carry_no_exact_data_counts_by_default(live_families: dict) -> None:
+    """The worker as compose and the chart run it (no DPSTREAM_EXPOSE_DATA_COUNTS) exports
+    neither events nor reports by outcome, even after it consumed events (issue 9, item 1)."""
+    assert "dpstream_releases" in live_families  # it did consume and release
+    assert "dpstream_events" not in live_families
+    assert "dpstream_reports" not in live_families
