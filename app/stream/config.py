@@ -212,6 +212,9 @@ class Settings:
     session_timeout_s: float
     streams: tuple[StreamConfig, ...]
     config_path: Path = field(default=DEFAULT_STREAMS)
+    expose_data_counts: bool = False
+    """Operator opt-in (``DPSTREAM_EXPOSE_DATA_COUNTS``): serve exact event and report counts
+    by outcome on ``/metrics``. Off by default: they are data, not a mechanism's output."""
 
     def stream(self, stream_id: str) -> StreamConfig:
         for s in self.streams:
@@ -474,4 +477,12 @@ def load_settings(env: Mapping[str, str] | None = None, config: Path | None = No
         ),
         streams=load_streams(path, env),
         config_path=path,
+        expose_data_counts=_flag(env, "DPSTREAM_EXPOSE_DATA_COUNTS"),
     )
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw not in ("", "0", "false", "no", "off", "1", "true", "yes", "on"):
+        raise ConfigError(f"{name} must be true or false, got {raw!r}")
+    return raw in ("1", "true", "yes", "on")

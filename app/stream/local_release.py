@@ -331,8 +331,8 @@ class LocalReleaser:
         metrics.LAST_RELEASE_TIMESTAMP.labels(sid).set(time.time())
         metrics.LAST_RELEASED_SLOT.labels(sid).set(slot)
         metrics.SLOT_SECONDS.labels(sid).set(stream.slot_s)
-        for g, x in enumerate(rel.spent):
-            metrics.EPSILON_SPENT.labels(sid, str(g)).inc(float(x))
+        for level, x in zip(stream.levels, rel.spent, strict=True):
+            metrics.EPSILON_SPENT.labels(sid, level.name).inc(float(x))
         self._report_population(stream, mech)
         log.info("released stream=%s slot=%d fresh=%s status=%s users=%d+%d", sid, slot,
                  rel.fresh, rel.status, rel.users_dc, rel.users_pub)  # fmt: skip

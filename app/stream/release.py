@@ -53,18 +53,12 @@ class _Cached:
 
 
 def window_report(stream: StreamConfig, mechanism: Any) -> list[tuple[float, float, int]]:
-    """Per level: (budget spent in its last ``w - 1`` slots incl. the last, eps, w).
+    """Per level: (budget spent in the window of ``w`` slots ending at the last slot, eps, w).
 
-    Read from the mechanism's exact ledger; non-personalized mechanisms keep one ledger for
-    all levels (the strictest), reported for every level.
+    The mechanism's own exact report (``Mechanism.window_report``); non-personalized
+    mechanisms keep one ledger for all levels (the strictest), reported for every level.
     """
-    budgets = mechanism.ledger.budgets
-    out = []
-    for g in range(len(stream.levels)):
-        b = g if len(budgets) == len(stream.levels) else 0
-        budget = budgets[b]
-        out.append((budget.to_eps(mechanism.ledger.window(b)), budget.group.eps, budget.group.w))
-    return out
+    return [(float(x.spent), x.eps, x.w) for x in mechanism.window_report()]
 
 
 class Releaser:
@@ -140,6 +134,7 @@ class Releaser:
         slot, part = int(msg["slot"]), int(msg["partition"])
         counts = msg["counts"]
         if slot < next_slot:
+            metrics.LATE_PARTIALS.labels(stream.id).inc()
             metrics.EVENTS.labels(stream.id, "late").inc(sum(counts))
             return
         if len(counts) != len(stream.levels) * stream.d:
@@ -252,8 +247,8 @@ class Releaser:
             metrics.RELEASE_LATENCY.labels(sid).observe(max(0.0, time.time() - end))
         metrics.RELEASES.labels(sid, "fresh" if rel.fresh else "approximated").inc()
         metrics.LAST_RELEASE_TIMESTAMP.labels(sid).set(time.time())
-        for n, x in enumerate(rel.spent):
-            metrics.EPSILON_SPENT.labels(sid, str(n)).inc(float(x))
+        for level, x in zip(stream.levels, rel.spent, strict=True):
+            metrics.EPSILON_SPENT.labels(sid, level.name).inc(float(x))
         self._report(stream, mechanism, new_entry)
         log.info(
             "released stream=%s slot=%d fresh=%s status=%s", sid, slot, rel.fresh, rel.status
@@ -273,7 +268,9 @@ class Releaser:
         sid = stream.id
         metrics.SLOT_SECONDS.labels(sid).set(stream.slot_s)
         metrics.LAST_RELEASED_SLOT.labels(sid).set(int(entry["next_slot"]) - 1)
-        for g, (spent, eps, _w) in enumerate(window_report(stream, mechanism)):
-            metrics.WINDOW_BUDGET_SPENT.labels(sid, str(g)).set(spent)
-            metrics.WINDOW_BUDGET_FRACTION.labels(sid, str(g)).set(spent / eps)
-            metrics.GROUP_EPSILON.labels(sid, str(g)).set(eps)
+        for level, (spent, eps, _w) in zip(
+            stream.levels, window_report(stream, mechanism), strict=True
+        ):
+            metrics.WINDOW_BUDGET_SPENT.labels(sid, level.name).set(spent)
+            metrics.WINDOW_BUDGET_FRACTION.labels(sid, level.name).set(spent / eps)
+            metrics.GROUP_EPSILON.labels(sid, level.name).set(eps)

@@ -142,7 +142,9 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
             and not app.rebalancing
         )
 
-    http = HttpService(settings.metrics_bind, settings.metrics_port, ready)
+    http = HttpService(
+        settings.metrics_bind, settings.metrics_port, ready, settings.expose_data_counts
+    )
     return app, [http, *collectors]
 
 

@@ -56,7 +56,8 @@ def test_devices_and_worker_release_one_histogram_per_slot(
     config = tmp_path / "streams.yaml"
     config.write_text(CONFIG)
     kafka.create_topics(prefix)
-    worker = worker_factory(prefix, config).start()
+    # The exact counts asserted below are served only with the operator's opt-in.
+    worker = worker_factory(prefix, config, DPSTREAM_EXPOSE_DATA_COUNTS="true").start()
     env = {
         **os.environ,
         "DPSTREAM_BROKER": broker.bootstrap,
