@@ -1,11 +1,16 @@
 """Every Prometheus metric dpstream exports, in one place (names prefixed ``dpstream_``).
 
-Metrics are operator surfaces: they carry budgets, counts of events by outcome, and timings,
-never a true per-category count or a user's value (DESIGN, Security). The Grafana dashboard and
-the alert rules query only names defined here; ``tests/deploy`` checks that.
+Metrics are operator surfaces, readable by anyone who can scrape the pod: they carry budgets,
+timings, progress and counts of rejected messages, and nothing exact about the data. Counts of
+accepted, late or duplicate events and reports by outcome are data (differencing them against
+the releases would undo the noise), so :data:`EVENTS` and :data:`REPORTS` live in a separate
+registry that ``/metrics`` serves only when the operator opts in
+(``DPSTREAM_EXPOSE_DATA_COUNTS=true``; off by default and in the chart). Late data shows
+without them: :data:`LATE_PARTIALS` counts partitions' slot partials that came after their slot
+was released, whatever they held. The Grafana dashboard and the alert rules query only names
+defined here; ``tests/deploy`` checks that.
 
-Label conventions: ``stream`` is the stream id; ``group`` is the requirement level's index in the
-stream's configuration (``0`` is the first level listed).
+Label conventions: ``stream`` is the stream id; ``level`` is the requirement level's name.
 """
 
 from __future__ import annotations
@@ -13,12 +18,15 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+DATA_REGISTRY = CollectorRegistry(auto_describe=True)
+"""Exact counts about the data: served only with ``DPSTREAM_EXPOSE_DATA_COUNTS=true``."""
 
 EVENTS = Counter(
     "dpstream_events",
-    "Events consumed, by outcome (accepted, late, invalid, duplicate, level_change).",
+    "Opt-in, exact: events consumed, by outcome (accepted, late, invalid, duplicate, "
+    "level_change).",
     ["stream", "outcome"],
-    registry=REGISTRY,
+    registry=DATA_REGISTRY,
 )
 DEAD_LETTERS = Counter(
     "dpstream_dead_letters",
@@ -53,25 +61,25 @@ SLOT_SECONDS = Gauge(
 WINDOW_BUDGET_SPENT = Gauge(
     "dpstream_window_budget_spent",
     "Budget the group spent in its current window of w slots (including the last slot).",
-    ["stream", "group"],
+    ["stream", "level"],
     registry=REGISTRY,
 )
 WINDOW_BUDGET_FRACTION = Gauge(
     "dpstream_window_budget_fraction",
     "Budget spent in the group's current window as a fraction of its eps (1.0 = exhausted).",
-    ["stream", "group"],
+    ["stream", "level"],
     registry=REGISTRY,
 )
 GROUP_EPSILON = Gauge(
     "dpstream_group_epsilon",
     "The group's eps per window of w slots.",
-    ["stream", "group"],
+    ["stream", "level"],
     registry=REGISTRY,
 )
 EPSILON_SPENT = Counter(
     "dpstream_epsilon_spent",
     "Budget spent since the worker started, summed over slots, per group.",
-    ["stream", "group"],
+    ["stream", "level"],
     registry=REGISTRY,
 )
 SLOT_CLOSE_LAG = Histogram(
@@ -95,10 +103,37 @@ STEP_SECONDS = Histogram(
     buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1),
     registry=REGISTRY,
 )
-CONSUMER_LAG = Gauge(
-    "dpstream_consumer_lag",
-    "Messages between the worker's position and the end of its input partitions.",
+CONSUMER_LAG_SECONDS = Gauge(
+    "dpstream_consumer_lag_seconds",
+    "How far behind its input the worker is: wall time minus the oldest progress among its "
+    "assigned partitions (0 when every partition is read to its end).",
     ["topic"],
+    registry=REGISTRY,
+)
+WATERMARK = Gauge(
+    "dpstream_watermark_seconds",
+    "Unix time up to which every partition of the stream is known complete (as the release "
+    "agent last heard).",
+    ["stream"],
+    registry=REGISTRY,
+)
+SLOT_TIMEOUTS = Counter(
+    "dpstream_slot_timeouts",
+    "Slots released before every partition had passed them (a partition silent for "
+    "release_timeout_s, or behind for max_delay_s); data of those partitions is dropped late.",
+    ["stream"],
+    registry=REGISTRY,
+)
+LATE_PARTIALS = Counter(
+    "dpstream_late_partials",
+    "Partitions' slot partials that arrived after their slot was released (their events were "
+    "dropped as late), whatever they held.",
+    ["stream"],
+    registry=REGISTRY,
+)
+READY = Gauge(
+    "dpstream_ready",
+    "1 when the worker is ready (consuming, releasing on time, broker reachable), else 0.",
     registry=REGISTRY,
 )
 USERS_AVAILABLE = Gauge(
@@ -115,10 +150,10 @@ USERS_USED = Gauge(
 )
 REPORTS = Counter(
     "dpstream_reports",
-    "Local mode: reports consumed, by outcome (accepted, not_asked, wrong_slot, "
-    "window_used, invalid, late).",
+    "Opt-in, exact: local mode reports consumed, by outcome (accepted, not_asked, "
+    "wrong_slot, window_used, invalid, late).",
     ["stream", "outcome"],
-    registry=REGISTRY,
+    registry=DATA_REGISTRY,
 )
 COHORT_SIZE = Gauge(
     "dpstream_cohort_size",

@@ -85,7 +85,7 @@ class GroupBudget:
 
 
 class WindowLedger:
-    """Budget spent per requirement group in its last ``w - 1`` slots, in exact units.
+    """Budget spent per requirement group in its last ``w`` slots, in exact units.
 
     Per slot, a mechanism first :meth:`ensure` s that what it may spend (the dissimilarity budget
     plus the publication budget it offers) fits every group's window, then draws noise, then
@@ -110,18 +110,24 @@ class WindowLedger:
     ) -> None:
         self.budgets = tuple(GroupBudget(g) for g in groups)
         self.publication_share = publication_share
-        self._total: list[deque[int]] = [deque(maxlen=g.w - 1) for g in groups]
-        self._pub: list[deque[int]] = [deque(maxlen=g.w - 1) for g in groups]
+        self._total: list[deque[int]] = [deque(maxlen=g.w) for g in groups]
+        self._pub: list[deque[int]] = [deque(maxlen=g.w) for g in groups]
         self._total_sum = [0] * len(groups)
         self._pub_sum = [0] * len(groups)
 
     def window(self, g: int) -> int:
-        """Total units group ``g`` spent in its previous ``w_g - 1`` slots."""
-        return self._total_sum[g]
+        """Total units group ``g`` spent in its previous ``w_g - 1`` slots (what the next slot
+        shares a window with)."""
+        return self._total_sum[g] - _oldest(self._total[g])
 
     def pub_window(self, g: int) -> int:
         """Publication units group ``g`` spent in its previous ``w_g - 1`` slots."""
-        return self._pub_sum[g]
+        return self._pub_sum[g] - _oldest(self._pub[g])
+
+    def spent(self, g: int) -> Fraction:
+        """Budget (in eps, exact) group ``g`` spent in the window of ``w_g`` slots ending at the
+        last recorded slot: what operators watch (1.0 x eps = the window is exhausted)."""
+        return self.budgets[g].to_fraction(self._total_sum[g])
 
     def pub_limit(self, g: int) -> int:
         """Units group ``g`` may spend on publication per window (``eps/2`` for PWSM mechanisms)."""
@@ -164,6 +170,11 @@ class WindowLedger:
             self._pub[g].extend(int(x) for x in pub[g])
             self._total_sum[g] = sum(self._total[g])
             self._pub_sum[g] = sum(self._pub[g])
+
+
+def _oldest(ring: deque[int]) -> int:
+    """The oldest entry of a full ring (it leaves the window at the next slot), else 0."""
+    return ring[0] if ring.maxlen is not None and len(ring) == ring.maxlen else 0
 
 
 def _push(ring: deque[int], units: int) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from app.dp.errors import StateMismatchError
-from app.dp.types import Group
+from app.dp.types import Group, WindowSpend
 
 Kind = Literal["central", "local", "graph", "period"]
 
@@ -55,6 +55,11 @@ class Mechanism(ABC):
     @abstractmethod
     def test_params(cls) -> dict[str, Any]:
         """Small parameters for the conformance suite (``app.dp.checks``)."""
+
+    def window_report(self) -> list[WindowSpend]:
+        """Per declared requirement group, the budget spent in its window of ``w`` slots
+        ending at the last slot (what the service's budget gauges and audit records show)."""
+        raise NotImplementedError(f"{self.name} does not report its window spending")
 
     def fingerprint(self) -> str:
         """A short hash of the parameters; equal parameters give equal fingerprints."""

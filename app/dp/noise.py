@@ -98,20 +98,25 @@ def secure_rng() -> np.random.Generator:
     return np.random.default_rng(secrets.randbits(256))
 
 
-def keyed_rng(key: bytes, stream: str, slot: int) -> np.random.Generator:
-    """The generator of one slot of one stream: HMAC-SHA256(key, stream, slot) seeds Philox.
+def keyed_rng(key: bytes, stream: str, slot: int, deployment: str = "") -> np.random.Generator:
+    """The generator of one slot of one stream: HMAC-SHA256(key, deployment, stream, slot)
+    seeds Philox.
 
-    The same (key, stream, slot) always gives the same generator; a different slot, stream or
-    key gives an independent-looking one.
+    The same (key, deployment, stream, slot) always gives the same generator (a slot
+    recomputed after a crash draws the same noise); a different slot, stream, deployment or
+    key gives an independent-looking one, so two deployments sharing a key and a stream id
+    do not draw the same noise.
 
     >>> a = keyed_rng(b"k" * 32, "s", 5).random()
     >>> a == keyed_rng(b"k" * 32, "s", 5).random(), a == keyed_rng(b"k" * 32, "s", 6).random()
     (True, False)
+    >>> a == keyed_rng(b"k" * 32, "s", 5, deployment="eu").random()
+    False
     """
     if len(key) < 16:
         raise ParameterError(f"noise key must be at least 16 bytes, got {len(key)}")
     if slot < 0:
         raise ParameterError(f"slot must be >= 0, got {slot}")
-    msg = stream.encode() + b"\x00" + slot.to_bytes(8, "big")
+    msg = deployment.encode() + b"\x00" + stream.encode() + b"\x00" + slot.to_bytes(8, "big")
     digest = hmac.new(key, msg, hashlib.sha256).digest()
     return np.random.Generator(np.random.Philox(key=int.from_bytes(digest[:16], "big")))

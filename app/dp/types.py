@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -43,6 +44,25 @@ class Group:
         object.__setattr__(self, "eps", float(self.eps))
 
 
+@dataclass(frozen=True)
+class WindowSpend:
+    """Budget a requirement group spent in the window of ``w`` slots ending at the last slot.
+
+    ``w`` and ``eps`` are those of the ledger that accounts for the group (the group's own for
+    personalized mechanisms, the strictest ``(max w, min eps)`` for the others); ``spent`` is
+    exact (a :class:`~fractions.Fraction` of eps units).
+    """
+
+    w: int
+    eps: float
+    spent: Fraction
+
+    @property
+    def fraction(self) -> float:
+        """``spent / eps``: 1.0 when the window is exhausted."""
+        return float(self.spent / Fraction(repr(self.eps)))
+
+
 def _frozen(a: npt.ArrayLike, dtype: type) -> npt.NDArray[np.generic]:
     out: npt.NDArray[np.generic] = np.array(a, dtype=dtype)
     out.flags.writeable = False
@@ -68,6 +88,8 @@ class Release:
         local mechanism: the budget each user asked in that round spent on its report.
     mechanism, version
         Registry name and implementation version of the mechanism that produced it.
+    spent_exact
+        ``spent`` as exact fractions of eps, where the mechanism's ledger keeps them.
     users_dc, users_pub
         Local mechanisms only (None otherwise): how many users were asked to report in the
         dissimilarity and in the publication round of this slot (0 when the round did not run).
@@ -84,6 +106,7 @@ class Release:
     spent: FloatArray = field(init=False)
     users_dc: int | None = None
     users_pub: int | None = None
+    spent_exact: tuple[Fraction, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "histogram", _frozen(self.histogram, np.float64))

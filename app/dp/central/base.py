@@ -26,7 +26,7 @@ from app.dp.budget import WindowLedger
 from app.dp.errors import ParameterError
 from app.dp.mechanism import Mechanism
 from app.dp.noise import check_kind
-from app.dp.types import FloatArray, Group, IntArray, Release, Status
+from app.dp.types import FloatArray, Group, IntArray, Release, Status, WindowSpend
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,7 @@ class CentralMechanism(Mechanism):
             spent_pub=self._per_group(out.pub),
             mechanism=self.name,
             version=self.version,
+            spent_exact=self._exact_per_group(out.dc, out.pub),
         )
 
     def _slot(
@@ -155,11 +156,23 @@ class CentralMechanism(Mechanism):
             raise ParameterError("counts must be non-negative integers")
         return c.astype(np.int64)
 
+    def window_report(self) -> list[WindowSpend]:
+        out = []
+        for g in range(len(self.groups)):
+            b = g if self.personalized else 0
+            group = self.ledger.budgets[b].group
+            out.append(WindowSpend(group.w, group.eps, self.ledger.spent(b)))
+        return out
+
     def _per_group(self, units: list[int]) -> FloatArray:
         spent = [b.to_eps(u) for b, u in zip(self.ledger.budgets, units, strict=True)]
         if not self.personalized:
             spent = spent * len(self.groups)
         return np.array(spent, dtype=np.float64)
+
+    def _exact_per_group(self, dc: list[int], pub: list[int]) -> tuple[Fraction, ...]:
+        spent = self._fractions([a + b for a, b in zip(dc, pub, strict=True)])
+        return tuple(spent * len(self.groups) if not self.personalized else spent)
 
     def _fractions(self, units: list[int]) -> list[Fraction]:
         """Budgets in eps as recorded on the ledger (what the users are promised)."""

@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
-from app.dp.budget import WindowLedger
+from app.dp.budget import WindowLedger, exact
 from app.dp.errors import DPError, ParameterError
 from app.dp.local.population import (
     MAX_BUCKETS,
@@ -54,7 +54,7 @@ from app.dp.local.population import (
 )
 from app.dp.mechanism import Mechanism
 from app.dp.oracles import FrequencyOracle, check_choice, make
-from app.dp.types import FloatArray, Group, IntArray, Release, Status
+from app.dp.types import FloatArray, Group, IntArray, Release, Status, WindowSpend
 
 Round = Literal["dissimilarity", "publication"]
 ROUNDS: tuple[Round, ...] = ("dissimilarity", "publication")
@@ -246,6 +246,21 @@ class LocalMechanism(Mechanism):
     @classmethod
     def test_params(cls) -> dict[str, Any]:
         return {"d": 3, "eps": 1.0, "w": 4, "users": 48}
+
+    def window_report(self) -> list[WindowSpend]:
+        """Per group, what one user spent in the window of ``w`` slots ending at the last slot:
+        the ledger's exact sum (budget division: everybody reports every slot), or at most
+        ``eps`` (population division: the population ledger lets a user report once per
+        window)."""
+        out = []
+        for g, budget in enumerate(self.ledger.budgets):
+            group = budget.group
+            if self.population_division:
+                spent = exact(group.eps) if self.t > 0 else Fraction(0)
+            else:
+                spent = self.ledger.spent(g)
+            out.append(WindowSpend(group.w, group.eps, spent))
+        return out
 
     # -- the slot protocol ------------------------------------------------------------------
 
