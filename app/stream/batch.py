@@ -91,11 +91,15 @@ class BatchConsumer(Service):
         self.policy = policy
         self.consuming = False
         """Whether every assigned partition has caught up with its end at assignment."""
+        self.connected = True
+        """Whether fetch responses keep coming (the broker is reachable)."""
+        self.failed = ""
+        """Why this service refuses to go on (empty: it does not)."""
         self._targets: dict[int, int] = {}
         self._consumer: AIOKafkaConsumer | None = None
         self._side: AIOKafkaConsumer | None = None
         self._producer: AIOKafkaProducer | None = None
-        self._pending: list[asyncio.Future[Any]] = []
+        self._pending: list[tuple[asyncio.Future[Any], bytes | None, bytes]] = []
 
     def _apply_side_input(self, record: Any) -> None:
         """Take one side-input record into the collector."""
@@ -153,10 +157,21 @@ class BatchConsumer(Service):
 
     # -- offsets, sends -----------------------------------------------------------------------
     async def _commit(self, tps: list[TopicPartition]) -> None:
-        """Commit each partition's first offset still needed, once every send is acknowledged."""
+        """Commit each partition's first offset still needed, once every send is acknowledged.
+
+        A dead letter whose send failed is sent again here; while one still fails, nothing is
+        committed, so a restart replays (and dead-letters again) what was not acknowledged.
+        """
         assert self._consumer is not None and self._producer is not None
         pending, self._pending = self._pending, []
-        await asyncio.gather(*pending, return_exceptions=True)
+        results = await asyncio.gather(*(f for f, _, _ in pending), return_exceptions=True)
+        failed = [(k, v) for (_, k, v), r in zip(pending, results, strict=True)
+                  if isinstance(r, BaseException)]  # fmt: skip
+        for key, value in failed:
+            self._send_dead_letter(key, value)
+        if failed:
+            log.error("dead-letter sends failed count=%d: not committing", len(failed))
+            return
         await self._producer.flush()
         offsets = {}
         for tp in tps:
@@ -168,11 +183,13 @@ class BatchConsumer(Service):
 
     def _send_dead_letter(self, key: bytes | None, value: bytes) -> None:
         assert self._producer is not None
-        fut = asyncio.ensure_future(
-            self._producer.send(self.topics.dead_letter, key=key, value=value)
-        )
-        fut.add_done_callback(_log_failure)
-        self._pending.append(fut)
+        fut = asyncio.ensure_future(self._send_and_wait(key, value))
+        self._pending.append((fut, key, value))
+
+    async def _send_and_wait(self, key: bytes | None, value: bytes) -> None:
+        assert self._producer is not None
+        delivery = await self._producer.send(self.topics.dead_letter, key=key, value=value)
+        await delivery
 
     # -- side input ---------------------------------------------------------------------------
     async def _read_side_input(self, until_end: bool) -> None:
@@ -199,8 +216,3 @@ class BatchConsumer(Service):
             positions = [await consumer.position(tp) for tp in tps]
             if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
                 return
-
-
-def _log_failure(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled() and fut.exception() is not None:
-        log.error("dead-letter send failed error=%r", fut.exception())

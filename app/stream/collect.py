@@ -1,26 +1,37 @@
-"""The collect stage's state machine: slots, one value per user per slot, counts per group.
+"""The collect stage's state machine: slots, one value per user per slot, progress, counts.
 
 :class:`Collector` is pure bookkeeping (no Kafka, no clock of its own), so ``tests/stream``
-drives it directly; :mod:`app.stream.ingest` feeds it batches from Kafka and ships what
-:meth:`Collector.flush` returns.
+drives it directly; :mod:`app.stream.ingest` feeds it batches and fetch observations from
+Kafka and ships what :meth:`Collector.flush` returns.
 
 Per events partition it keeps the *open* slots: for each ``(stream, slot)`` a dict
-``user -> group * d + value`` (the first value a user sent in the slot; later ones are
-``duplicate``) and the smallest offset that fed it. A slot closes when its end plus the
-stream's grace has passed on the stream's clock (wall time, or the largest event time seen for
-``clock: event``); closing turns the dict into a ``groups x d`` count matrix with one
-``bincount``. Events of a slot the partition already closed are ``late`` and dropped.
+``user -> value`` (the first value a user sent in the slot; later ones are ``duplicate``) and
+the smallest offset that fed it. Requirement levels are applied when a slot closes, from the
+users' level histories (:mod:`app.stream.preferences`), so a preference read after an event
+of the same slot still counts; closing turns the dict into a ``groups x d`` count matrix with
+one ``bincount`` (and a correction for the few users with a level history).
+
+When a slot closes: each partition has a *progress* time, the event time up to which it is
+known to hold everything (:meth:`Collector.progress`), and a slot closes in a partition once
+that progress has passed the slot's end plus the stream's grace. Progress is the largest event
+time the partition delivered, or, when the consumer has read to the end of the partition, the
+time of that fetch. It only moves while the partition's fetches are *settled*: after a gap in
+fetch responses (a broker outage, a paused or restarted worker) it holds still for ``grace_s``
+of healthy fetching, so events that producers buffered through the gap arrive before the
+slots they belong to close. A replay after a crash or rebalance therefore closes slots as it
+reads past them, never because the wall clock moved on. Events of a slot the partition already
+closed are ``late`` and dropped. ``clock: event`` streams (replays of recorded data) use the
+largest event time seen in any partition.
 
 Offsets: :meth:`Collector.commit_offset` is the smallest offset still feeding an open slot of
 the partition, so committing it and replaying from it after a crash rebuilds exactly the open
 slots (events of closed slots met during the replay are re-emitted as partials the release
 agent ignores, because it keeps the first partial per slot and partition).
 
-Preferences: a user's requirement level comes from the ``preferences`` table; a user without
-one is in the stream's default (strictest) level. After a change at time ``ts``, the user's
-events in slots ``[slot(ts), slot(ts) + max(w_old, w_new))`` are not counted (``level_change``),
-so no window of either level mixes the two ledgers; before ``slot(ts)`` the old level applies.
-Only the latest change per user is kept.
+Partitioning: a user's events must all reach the partition its key hashes to
+(:mod:`app.stream.partitioning`); an event keyed by someone else, or found in another
+partition, is refused (``key_mismatch``, ``wrong_partition``), so one value per user per slot
+holds across partitions.
 """
 
 from __future__ import annotations
@@ -34,31 +45,35 @@ import numpy as np
 
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
+from app.stream.partitioning import partition_for
+from app.stream.preferences import Preferences
 from app.stream.records import Domain, decode_event
 
 MAX_EMPTY_GAP = 1000
 """At most this many consecutive empty partials are emitted for a partition at once."""
 MAX_FUTURE_S = 60.0
 """With ``clock: wall``, events more than this (or two slots) ahead of now are ``bad_time``."""
-
-
-@dataclass(frozen=True)
-class Preference:
-    """A user's chosen level name, when it was chosen, and the level before ("" = default)."""
-
-    level: str
-    since: float
-    previous: str
+PARTITION_CACHE = 1 << 20
+"""Keys whose partition is remembered (the cache is cleared when it grows past this)."""
 
 
 @dataclass
 class PartitionSlots:
-    """Open slots of one events partition."""
+    """Open slots and progress of one events partition."""
 
     buckets: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
     min_offset: dict[tuple[str, int], int] = field(default_factory=dict)
     closed_through: dict[str, int] = field(default_factory=dict)
     caught_up: bool = False
+    max_ts: float = -math.inf
+    """The largest event time this partition delivered."""
+    fetched_at: float = -math.inf
+    """Wall time of the last fetch response, and whether it found the partition at its end."""
+    at_end: bool = False
+    healthy_since: float = math.inf
+    """Start of the current run of fetch responses without a gap (inf: in a gap)."""
+    progress: dict[str, float] = field(default_factory=dict)
+    """Per stream, the progress reached (never moves back)."""
 
 
 @dataclass(frozen=True)
@@ -71,17 +86,28 @@ class Partial:
     counts: list[int]
 
 
+@dataclass(frozen=True)
+class Progress:
+    """How far a partition is known complete for a stream (sent as a tick)."""
+
+    stream: str
+    partition: int
+    progress: float
+
+
 class Collector:
     """Aggregates events per partition and slot; see the module docstring."""
 
-    def __init__(self, streams: Iterable[StreamConfig]) -> None:
+    def __init__(self, streams: Iterable[StreamConfig], partitions_total: int) -> None:
         self.streams = {s.id: s for s in streams}
         self.domains = {sid: Domain.of(s) for sid, s in self.streams.items()}
+        self.partitions_total = partitions_total
         self.partitions: dict[int, PartitionSlots] = {}
-        self.preferences: dict[str, Preference] = {}
+        self.preferences = Preferences()
         self.watermark: float | None = None
         self.outcomes: Counter[tuple[str, str]] = Counter()
         self._slot_s = {sid: s.slot_s for sid, s in self.streams.items()}
+        self._partition_of: dict[bytes, int] = {}
 
     # -- partitions ---------------------------------------------------------------------------
     def assign(self, partition: int) -> None:
@@ -91,60 +117,70 @@ class Collector:
         """Forget a partition's open slots: its next owner replays them from the commit."""
         self.partitions.pop(partition, None)
 
-    # -- preferences --------------------------------------------------------------------------
-    def set_preference(self, user: str, level: str | None, ts: float = 0.0) -> None:
-        """Apply one ``preferences`` record (``level=None`` deletes the user's choice)."""
-        old = self.preferences.get(user)
-        if level is None:
-            self.preferences.pop(user, None)
-        elif old is None or old.level != level:
-            self.preferences[user] = Preference(level, ts, old.level if old else "")
+    def observe_fetch(
+        self, partition: int, fetched_at: float, at_end: bool, gap_s: float
+    ) -> None:
+        """A fetch response for ``partition`` came at ``fetched_at`` (wall time); ``at_end``:
+        the consumer's position had reached the partition's end. A response more than
+        ``gap_s`` after the previous one starts a new healthy run (see the module)."""
+        part = self.partitions.get(partition)
+        if part is None or fetched_at <= part.fetched_at:
+            return
+        if fetched_at - part.fetched_at > gap_s:
+            part.healthy_since = fetched_at
+        part.fetched_at, part.at_end = fetched_at, at_end
 
-    def _group(self, stream: StreamConfig, user: str, slot: int) -> int | None:
-        pref = self.preferences.get(user)
-        if pref is None:
-            return stream.default_level
-        new = stream.level_index(pref.level)
-        new = stream.default_level if new is None else new
-        prev = stream.level_index(pref.previous) if pref.previous else None
-        prev = stream.default_level if prev is None else prev
-        if prev == new:
-            return new
-        start = math.floor(pref.since / stream.slot_s)
-        if slot < start:
-            return prev
-        if slot < start + max(stream.levels[prev].w, stream.levels[new].w):
-            return None
-        return new
+    def observe_silence(self, wall_now: float, gap_s: float) -> None:
+        """No fetch response for more than ``gap_s``: every partition is in a gap."""
+        for part in self.partitions.values():
+            if wall_now - part.fetched_at > gap_s:
+                part.healthy_since = math.inf
+
+    # -- preferences --------------------------------------------------------------------------
+    def set_preference(self, user: str, level: str | None, at: float) -> None:
+        """Apply one ``preferences`` record (``level=None``: back to the default level).
+
+        ``at`` is the record's Kafka timestamp; the change never takes effect in a slot this
+        worker already closed for the user's partition (see :mod:`app.stream.preferences`).
+        """
+        part = self.partitions.get(self._partition(user.encode()))
+        floor = -math.inf
+        if part is not None:
+            for sid, closed in part.closed_through.items():
+                floor = max(floor, self.streams[sid].slots.end(closed))
+        self.preferences.change(user, level, at, floor)
 
     # -- events -------------------------------------------------------------------------------
+    def _partition(self, key: bytes) -> int:
+        p = self._partition_of.get(key)
+        if p is None:
+            if len(self._partition_of) >= PARTITION_CACHE:
+                self._partition_of.clear()
+            p = self._partition_of[key] = partition_for(key, self.partitions_total)
+        return p
+
     def add(
         self, partition: int, offset: int, key: bytes | None, raw: bytes | None, wall_now: float
     ) -> None:
-        """Count one ``events`` record; :class:`BadEvent` for an unusable one.
-
-        The record's key must be its user: "one value per user per slot" is enforced per
-        partition, so it bounds a user's contribution only if all of the user's events land in
-        one partition. An event keyed otherwise could be counted once per partition.
-        """
+        """Count one ``events`` record; :class:`BadEvent` for an unusable one."""
         sid, user, ts, value = decode_event(raw, self.domains)
-        if key != user.encode():
+        if key is None or key != user.encode():
             raise BadEvent("key_mismatch", "the message key must be the event's user")
+        if self._partition(key) != partition:
+            raise BadEvent("wrong_partition", "not the partition the user's key hashes to")
         stream = self.streams[sid]
         if stream.clock == "wall":
             if ts > wall_now + max(MAX_FUTURE_S, 2 * stream.slot_s):
                 raise BadEvent("bad_time", f"ts {ts} is in the future")
         elif self.watermark is None or ts > self.watermark:
             self.watermark = ts
-        slot = int(ts // self._slot_s[sid])
         part = self.partitions[partition]
+        if ts > part.max_ts:
+            part.max_ts = ts
+        slot = int(ts // self._slot_s[sid])
         closed = part.closed_through.get(sid)
         if closed is not None and slot <= closed:
             self.outcomes[sid, "late"] += 1
-            return
-        group = self._group(stream, user, slot)
-        if group is None:
-            self.outcomes[sid, "level_change"] += 1
             return
         open_slot = (sid, slot)
         bucket = part.buckets.get(open_slot)
@@ -154,41 +190,57 @@ class Collector:
         if user in bucket:
             self.outcomes[sid, "duplicate"] += 1
             return
-        bucket[user] = group * stream.d + value
+        bucket[user] = value
         self.outcomes[sid, "accepted"] += 1
 
     # -- closing ------------------------------------------------------------------------------
-    def clock(self, stream: StreamConfig, wall_now: float) -> float | None:
-        """The stream's current time: wall time, or the event-time watermark."""
-        return wall_now if stream.clock == "wall" else self.watermark
+    def progress(self, stream: StreamConfig, partition: int) -> float | None:
+        """The event time up to which ``partition`` is complete for ``stream`` (None: unknown)."""
+        part = self.partitions[partition]
+        if stream.clock == "event":
+            return self.watermark
+        if part.fetched_at - part.healthy_since >= stream.grace_s:
+            now = max(part.max_ts, part.fetched_at if part.at_end else -math.inf)
+            part.progress[stream.id] = max(part.progress.get(stream.id, -math.inf), now)
+        found = part.progress.get(stream.id)
+        return None if found is None or found == -math.inf else found
 
-    @staticmethod
-    def last_closable(stream: StreamConfig, now: float) -> int:
-        """The last slot whose end plus grace is at or before ``now``."""
-        return math.floor((now - stream.grace_s) / stream.slot_s) - 1
+    def _counts(self, stream: StreamConfig, slot: int, bucket: dict[str, int] | None) -> list[int]:
+        m, d = len(stream.levels), stream.d
+        counts = np.zeros((m, d), dtype=np.int64)
+        if bucket:
+            values = np.fromiter(bucket.values(), dtype=np.int64, count=len(bucket))
+            counts[stream.default_level] = np.bincount(values, minlength=d)
+            for user in self.preferences.special(bucket):
+                g = self.preferences.group(stream, user, slot)
+                if g == stream.default_level:
+                    continue
+                value = bucket[user]
+                counts[stream.default_level, value] -= 1
+                if g is None:
+                    self.outcomes[stream.id, "level_change"] += 1
+                else:
+                    counts[g, value] += 1
+        return [int(x) for x in counts.reshape(-1)]
 
-    def _counts(self, stream: StreamConfig, bucket: dict[str, int] | None) -> list[int]:
-        size = len(stream.levels) * stream.d
-        if not bucket:
-            return [0] * size
-        codes = np.fromiter(bucket.values(), dtype=np.int64, count=len(bucket))
-        return [int(x) for x in np.bincount(codes, minlength=size)]
-
-    def flush(self, wall_now: float) -> list[Partial]:
-        """Close every slot that is due in every caught-up partition; return their partials.
+    def flush(self) -> tuple[list[Partial], list[Progress]]:
+        """Close every slot that is due in every caught-up partition; return their partials
+        and every caught-up partition's progress.
 
         A partition that has just been assigned emits its replayed open slots and then only the
         current last closable slot (earlier slots were closed by its previous owner).
         """
         out: list[Partial] = []
+        ticks: list[Progress] = []
         for sid, stream in self.streams.items():
-            now = self.clock(stream, wall_now)
-            if now is None:
-                continue
-            top = self.last_closable(stream, now)
             for p, part in self.partitions.items():
                 if not part.caught_up:
                     continue
+                now = self.progress(stream, p)
+                if now is None:
+                    continue
+                ticks.append(Progress(sid, p, now))
+                top = stream.slots.last_closable(now)
                 closed = part.closed_through.get(sid)
                 if closed is not None and closed >= top:
                     continue
@@ -197,9 +249,9 @@ class Collector:
                 for slot in sorted(set(due) | set(range(first_empty, top + 1))):
                     bucket = part.buckets.pop((sid, slot), None)
                     part.min_offset.pop((sid, slot), None)
-                    out.append(Partial(sid, slot, p, self._counts(stream, bucket)))
+                    out.append(Partial(sid, slot, p, self._counts(stream, slot, bucket)))
                 part.closed_through[sid] = top
-        return out
+        return out, ticks
 
     def commit_offset(self, partition: int, position: int) -> int:
         """The offset to commit for ``partition``: the first one an open slot still needs."""

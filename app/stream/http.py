@@ -1,11 +1,12 @@
 """The worker's operator HTTP surface: ``/metrics``, ``/healthz`` and ``/readyz`` on one port.
 
 It is its own small aiohttp service, started before the Faust app, so ``/healthz`` answers
-while tables recover; ``/readyz`` answers 200 only once the ingest service consumes its
-partitions (caught up) and the release agent runs. ``/metrics`` serves
-:data:`app.metrics.REGISTRY`: budgets, timings and rejected messages, never a count of the
-data; the exact counts of :data:`app.metrics.DATA_REGISTRY` only with the operator's opt-in
-(``DPSTREAM_EXPOSE_DATA_COUNTS=true``).
+while tables recover. ``/readyz`` answers 200 only while nothing is wrong: the collect
+services consume their partitions (caught up, fetches coming), the release agent runs and
+serves every stream, no release is overdue; otherwise 503 with the reasons, one per line
+(``dpstream_ready`` follows it). ``/metrics`` serves :data:`app.metrics.REGISTRY`: budgets,
+progress, timings and rejected messages, never a count of the data; the exact counts of
+:data:`app.metrics.DATA_REGISTRY` only with the operator's opt-in.
 """
 
 from __future__ import annotations
@@ -27,26 +28,27 @@ CONTENT_TYPE = "text/plain; version=0.0.4"
 
 
 class HttpService(Service):
-    """Serve the operator endpoints on ``bind:port``; ``ready()`` decides ``/readyz``."""
+    """Serve the operator endpoints on ``bind:port``; ``not_ready()`` ("" when ready) decides
+    ``/readyz``."""
 
     def __init__(
         self,
         bind: str,
         port: int,
-        ready: Callable[[], bool],
+        not_ready: Callable[[], str],
         expose_data: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.bind, self.port, self.ready, self.expose_data = bind, port, ready, expose_data
+        self.bind, self.port, self.not_ready, self.expose_data = bind, port, not_ready, expose_data
         self._runner: web.AppRunner | None = None
         for reason in REASONS:
             DEAD_LETTERS.labels(reason)  # every reason has a series from the start
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        READY.set(1 if self.ready() else 0)
+        READY.set(0 if self.not_ready() else 1)
         body = generate_latest(REGISTRY)
-        if self.expose_data:  # the operator's explicit opt-in: exact counts about the data
+        if self.expose_data:
             body += generate_latest(DATA_REGISTRY)
         return web.Response(body=body, content_type=CONTENT_TYPE)
 
@@ -54,11 +56,11 @@ class HttpService(Service):
         return web.Response(text="ok\n")
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        ready = self.ready()
-        READY.set(1 if ready else 0)
-        if ready:
+        reasons = self.not_ready()
+        READY.set(0 if reasons else 1)
+        if not reasons:
             return web.Response(text="ready\n")
-        return web.Response(text="starting\n", status=503)
+        return web.Response(text=reasons.replace("; ", "\n") + "\n", status=503)
 
     async def on_start(self) -> None:
         app = web.Application()

@@ -1,29 +1,37 @@
-"""The ingest hot path: reads ``events`` in batches into per-slot partials.
+"""The ingest hot path: reads ``events`` in batches into per-slot partials and progress ticks.
 
 :class:`IngestService` is a :class:`~app.stream.batch.BatchConsumer` (why not a Faust agent:
 see :mod:`app.stream.batch`) in its own consumer group (``<app id>-collect``, so Kafka balances
 the partitions across workers). It feeds each batch to a
-:class:`~app.stream.collect.Collector`, and several times per slot
+:class:`~app.stream.collect.Collector`, tells it after every poll when each partition's last
+fetch response came and whether it found the partition at its end (the partition's progress
+follows from that, see :mod:`app.stream.collect`), and several times per slot
 
-1. closes the slots that are due and sends their partials (counts per group, one message per
-   stream, slot and partition) to the internal ``partials`` topic, followed by a clock tick per
-   stream, which the Faust ``release`` agent turns into releases and ledger entries;
-2. after a flush that closed slots, waits for those sends (and any dead letters) to be
+1. reads the ``preferences`` side input to its end, so every level change appended before a
+   slot ends is known when the slot closes;
+2. closes the slots that are due and sends their partials (counts per group, one message per
+   stream, slot and partition) to the internal ``partials`` topic, followed by one tick per
+   stream with the progress of every partition it owns, which the Faust ``release`` agent
+   turns into releases and ledger entries;
+3. after a flush that closed slots, waits for those sends (and any dead letters) to be
    acknowledged, then commits, per partition, the first offset an open slot still needs.
 
 Offsets are thus committed only at slot boundaries, and a restart or rebalance replays exactly
 the events of the open slots. A newly assigned partition is not flushed before the consumer
 has caught up with the end offset it had at assignment, so a replay never closes a slot half
-read. The ``preferences`` topic is the side input: read in full before the first batch of
-events, then tailed.
+read. The number of ``events`` partitions must be the one ``topics/events.yaml`` declares: a
+different count is refused (partitions decide which users a worker sees, see
+:mod:`app.stream.partitioning`).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
+from aiokafka import TopicPartition
 from mode import Service
 
 from app import metrics
@@ -36,6 +44,11 @@ from app.stream.records import decode_preference, encode_partial, encode_tick
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)
+
+
+GAP_S = 3.0
+"""No fetch response for this long (the consumer polls every ~0.5 s when idle) is a gap: the
+broker is unreachable or this worker was paused; progress waits for the fetches to settle."""
 
 
 def tick_interval(settings: Settings) -> float:
@@ -57,28 +70,37 @@ class IngestService(BatchConsumer):
         policy: Policy | None = None,
         **kwargs: Any,
     ) -> None:
+        self._partitions_total = topics.spec("events").partitions
         super().__init__(
             settings,
             topics,
             group_id,
             source=topics.events,
             side_input=topics.preferences,
-            collector=Collector(settings.streams),
+            collector=Collector(settings.streams, self._partitions_total),
             policy=policy or dead_letter_policy(self._send_dead_letter),
             **kwargs,
         )
         self.tick_s = tick_interval(settings)
-        self._partitions_total = topics.spec("events").partitions
 
     def _apply_side_input(self, record: Any) -> None:
         if record.key is None:
             return
         user = record.key.decode("utf-8", "replace")
-        pref = decode_preference(record.value)
-        if pref is None:
-            self.collector.set_preference(user, None)
-        else:
-            self.collector.set_preference(user, pref[0], pref[1])
+        level = decode_preference(record.value)
+        self.collector.set_preference(user, level, record.timestamp / 1000)
+
+    async def on_assigned(self, assigned: list[TopicPartition]) -> None:
+        assert self._consumer is not None
+        found = self._consumer.partitions_for_topic(self.source) or set()
+        if found and len(found) != self._partitions_total:
+            self.failed = (
+                f"{self.source} has {len(found)} partitions but topics/events.yaml declares "
+                f"{self._partitions_total}: refusing to count (a user could be counted once per "
+                "partition); restore the count, or drain every open slot and update the spec"
+            )
+            log.error("%s", self.failed)
+        await super().on_assigned(assigned)
 
     # -- the loop -----------------------------------------------------------------------------
     @Service.task
@@ -91,6 +113,8 @@ class IngestService(BatchConsumer):
                 timeout_ms=int(self.tick_s * 1000), max_records=MAX_RECORDS
             )
             wall = time.time()
+            if self.failed:
+                continue
             for tp, records in batches.items():
                 p = tp.partition
                 if p not in collector.partitions:
@@ -101,11 +125,33 @@ class IngestService(BatchConsumer):
                         add(p, rec.offset, rec.key, rec.value, wall)
                     except BadEvent as exc:
                         policy(exc, rec, log)
+            await self._observe_fetches(wall)
             if not self.consuming:
                 await self._check_caught_up()
             if wall - last_flush >= self.tick_s:
                 last_flush = wall
-                await self._flush(wall)
+                await self._flush()
+
+    async def _observe_fetches(self, wall: float) -> None:
+        """Tell the collector about each partition's last fetch; set the lag gauge."""
+        assert self._consumer is not None
+        consumer, collector = self._consumer, self.collector
+        lag = 0.0
+        for tp in consumer.assignment():
+            part = collector.partitions.get(tp.partition)
+            polled = consumer.last_poll_timestamp(tp)
+            if part is None or polled is None:
+                continue
+            highwater = consumer.highwater(tp)
+            at_end = highwater is not None and await consumer.position(tp) >= highwater
+            collector.observe_fetch(tp.partition, polled / 1000, at_end, GAP_S)
+            if not at_end and part.max_ts > -math.inf:
+                lag = max(lag, wall - part.max_ts)
+        collector.observe_silence(wall, GAP_S)
+        self.connected = any(
+            wall - p.fetched_at <= GAP_S for p in collector.partitions.values()
+        ) or not collector.partitions
+        metrics.CONSUMER_LAG_SECONDS.labels(self.source).set(lag)
 
     async def _check_caught_up(self) -> None:
         assert self._consumer is not None
@@ -120,22 +166,23 @@ class IngestService(BatchConsumer):
             p.caught_up for p in self.collector.partitions.values()
         )
 
-    async def _flush(self, wall: float) -> None:
+    async def _flush(self) -> None:
         assert self._producer is not None
-        partials = self.collector.flush(wall)
-        for (sid, outcome), n in self.collector.take_outcomes().items():
-            metrics.EVENTS.labels(sid, outcome).inc(n)
+        await self._read_side_input(until_end=True)
+        partials, ticks = self.collector.flush()
+        outcomes = self.collector.take_outcomes()
+        if self.settings.expose_data_counts:
+            for (sid, outcome), n in outcomes.items():
+                metrics.EVENTS.labels(sid, outcome).inc(n)
         send = self._producer.send
-        topic = self.topics.partials
+        topic, total = self.topics.partials, self._partitions_total
         for pa in partials:
-            value = encode_partial(
-                pa.stream, pa.slot, pa.partition, self._partitions_total, pa.counts, wall
-            )
+            value = encode_partial(pa.stream, pa.slot, pa.partition, total, pa.counts)
             await send(topic, key=pa.stream.encode(), value=value)
-        for stream in self.settings.streams:
-            now = self.collector.clock(stream, wall)
-            if now is not None:
-                await send(topic, key=stream.id.encode(), value=encode_tick(stream.id, now))
+        progress: dict[str, dict[int, float]] = {}
+        for tick in ticks:
+            progress.setdefault(tick.stream, {})[tick.partition] = tick.progress
+        for sid, by_partition in progress.items():
+            await send(topic, key=sid.encode(), value=encode_tick(sid, by_partition, total))
         if partials:
             await self._commit(list(self._consumer.assignment()) if self._consumer else [])
-        await self._read_side_input(until_end=False)

@@ -15,13 +15,13 @@ from app.dp.local.base import CollectionRequest, mask_users
 from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config
 from app.stream.records import unpack
-from app.stream.release import window_report
+from app.stream.release.entry import LedgerEntry
 from app.stream.topics import load_topics
 
 
 def read_ledger(
     settings: Settings, stream_id: str, timeout_s: float = 10.0
-) -> dict[str, Any] | None:
+) -> LedgerEntry | None:
     """The last ledger entry of ``stream_id`` in the changelog, or ``None``."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -32,7 +32,7 @@ def read_ledger(
         )
     )
     want = json.dumps(stream_id).encode()
-    entry: dict[str, Any] | None = None
+    entry: LedgerEntry | None = None
     try:
         meta = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
         for p in meta.partitions:
@@ -50,13 +50,14 @@ def read_ledger(
                 pos = (msg.offset() or 0) + 1
                 if msg.key() == want:
                     value = msg.value()
-                    entry = unpack(base64.b64decode(json.loads(value))) if value else None
+                    raw = base64.b64decode(json.loads(value)) if value else None
+                    entry = LedgerEntry.decode(raw) if raw else None
     finally:
         consumer.close()
     return entry
 
 
-def render(stream: StreamConfig, entry: dict[str, Any]) -> str:
+def render(stream: StreamConfig, entry: LedgerEntry) -> str:
     """Human-readable ledger: the rule, window budget per level, and the last releases.
 
     Local streams add the population ledger (users used and available over the current
@@ -64,32 +65,35 @@ def render(stream: StreamConfig, entry: dict[str, Any]) -> str:
     whose users report with their whole ``eps``) and the pending collection request (slot,
     round, cohort size, deadline, whether the broker acknowledged it).
     """
-    mechanism = stream.build_mechanism()
-    mechanism.load_state(entry["state"])
+    mechanism: Any = stream.build_mechanism()
+    if entry.state is not None:
+        mechanism.load_state(entry.state)
     lines = [
         f"stream {stream.id}: {mechanism.describe()}",
-        f"next slot {entry['next_slot']} (last release published: {entry['published']})",
+        f"next slot {entry.next_slot} (last release published: {entry.published})",
     ]
     if not (stream.local and mechanism.population_division):  # else: users, not budget
         lines += ["", f"{'level':<12}{'w':>6}{'eps':>10}{'window spent':>15}{'fraction':>10}"]
-        report = window_report(stream, mechanism)
-        for level, (spent, eps, w) in zip(stream.levels, report, strict=True):
-            lines.append(f"{level.name:<12}{w:>6}{eps:>10.4g}{spent:>15.6g}{spent / eps:>10.1%}")
+        for level, spend in zip(stream.levels, mechanism.window_report(), strict=True):
+            lines.append(
+                f"{level.name:<12}{spend.w:>6}{spend.eps:>10.4g}{float(spend.spent):>15.6g}"
+                f"{spend.fraction:>10.1%}"
+            )
     if stream.local:
         lines += _local_lines(stream, mechanism, entry)
     lines += ["", f"{'slot':>12}  {'fresh':<6}{'status':<10}spent by level"]
-    for slot, fresh, status, spent in entry["recent"]:
+    for slot, fresh, status, spent in entry.recent:
         spent_txt = " ".join(f"{k}={v:.4g}" for k, v in spent.items())
         lines.append(f"{slot:>12}  {fresh!s:<6}{status:<10}{spent_txt}")
     return "\n".join(lines)
 
 
-def _local_lines(stream: StreamConfig, mechanism: Any, entry: dict[str, Any]) -> list[str]:
+def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> list[str]:
     """The population ledger's window and the pending request of a local stream."""
     lines = [""]
     if mechanism.population_division:
         pop = mechanism.population
-        offset = int(entry.get("offset", 0))
+        offset = entry.offset or 0
         available = int(pop.sizes[pop.age >= pop.w].sum())
         lines.append(
             f"population: {pop.users} users in {pop.buckets} buckets, w={pop.w}; at slot "
@@ -100,7 +104,7 @@ def _local_lines(stream: StreamConfig, mechanism: Any, entry: dict[str, Any]) ->
             lines.append(f"{'':>4}slot {offset + pop.t - k:>12}: {used} users reported")
     else:
         lines.append(f"population: every one of {stream.users} users reports a share each slot")
-    raw = entry.get("request")
+    raw = entry.request
     if raw is None:
         lines.append("pending request: none")
     else:
@@ -109,6 +113,6 @@ def _local_lines(stream: StreamConfig, mechanism: Any, entry: dict[str, Any]) ->
         cohort = int(mask_users(request, stream.users).sum())
         lines.append(
             f"pending request: slot {value['slot']} round {request.round} cohort {cohort} "
-            f"users, deadline {value['deadline']:.3f}, sent: {bool(entry.get('sent'))}"
+            f"users, deadline {value['deadline']:.3f}, sent: {entry.sent}"
         )
     return lines

@@ -17,12 +17,15 @@ app.stream.errors.BadEvent: out_of_domain: index not in [0, 10)
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import msgpack
 
+from app.dp.types import Release, WindowSpend
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 
@@ -35,6 +38,7 @@ REASONS = (
     "out_of_domain",
     "bad_time",
     "key_mismatch",
+    "wrong_partition",
 )
 """Every dead-letter reason; the ``reason`` label of ``dpstream_dead_letters``."""
 
@@ -95,20 +99,21 @@ def decode_event(raw: bytes | None, domains: dict[str, Domain]) -> tuple[str, st
     raise BadEvent("wrong_type", "value must be an int or a label")
 
 
-def decode_preference(raw: bytes | None) -> tuple[str, float] | None:
-    """``(level name, ts)`` of a ``preferences`` value; ``None`` for a tombstone or bad value."""
+def decode_preference(raw: bytes | None) -> str | None:
+    """The level name of a ``preferences`` value; ``None`` for a tombstone or a bad value
+    (both mean: back to the stream's default level, through the exclusion gap)."""
     if raw is None:
         return None
     try:
         pref = msgpack.unpackb(raw, raw=False)
-        level, ts = pref["level"], float(pref["ts"])
-    except Exception:  # noqa: BLE001 - a bad preference is ignored, the default level applies
+        level = pref["level"]
+    except Exception:  # noqa: BLE001 - a bad preference means the default level
         return None
-    return (level, ts) if isinstance(level, str) and math.isfinite(ts) else None
+    return level if isinstance(level, str) else None
 
 
 def encode_partial(
-    stream: str, slot: int, partition: int, partitions: int, counts: list[int], now: float
+    stream: str, slot: int, partition: int, partitions: int, counts: list[int]
 ) -> bytes:
     """A collect-stage partial: one events partition's counts for one closed slot."""
     return msgpack.packb(
@@ -119,14 +124,20 @@ def encode_partial(
             "partition": partition,
             "partitions": partitions,
             "counts": counts,
-            "now": now,
         }
     )
 
 
-def encode_tick(stream: str, now: float) -> bytes:
-    """A clock tick: lets the release agent close slots when no event came."""
-    return msgpack.packb({"kind": "tick", "stream": stream, "now": now})
+def encode_tick(stream: str, progress: dict[int, float], partitions: int) -> bytes:
+    """A clock tick: per partition this sender owns, the event time it is complete up to."""
+    return msgpack.packb(
+        {
+            "kind": "tick",
+            "stream": stream,
+            "progress": {int(p): float(t) for p, t in progress.items()},
+            "partitions": partitions,
+        }
+    )
 
 
 def decode_internal(raw: bytes) -> dict[str, Any]:
@@ -135,20 +146,32 @@ def decode_internal(raw: bytes) -> dict[str, Any]:
     return out
 
 
+MAX_DEAD_LETTER_BYTES = 64 << 10
+"""Rejected values larger than this are kept truncated, with their size and sha256."""
+
+
 def encode_dead_letter(
     reason: str, detail: str, topic: str, partition: int, offset: int, value: bytes | None
 ) -> bytes:
-    """A ``dead-letter`` value: why, where from, and the rejected bytes unchanged."""
-    return msgpack.packb(
-        {
-            "reason": reason,
-            "detail": detail,
-            "topic": topic,
-            "partition": partition,
-            "offset": offset,
-            "value": value,
-        }
-    )
+    """A ``dead-letter`` value: why, where from, and the rejected bytes (the first
+    :data:`MAX_DEAD_LETTER_BYTES` of them, with the whole value's size and sha256, so a dead
+    letter always fits the producer's request size)."""
+    out: dict[str, Any] = {
+        "reason": reason,
+        "detail": detail[:512],
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "value": value,
+    }
+    if value is not None and len(value) > MAX_DEAD_LETTER_BYTES:
+        out.update(
+            value=value[:MAX_DEAD_LETTER_BYTES],
+            truncated=True,
+            size=len(value),
+            sha256=hashlib.sha256(value).hexdigest(),
+        )
+    return msgpack.packb(out)
 
 
 def pack(obj: dict[Any, Any]) -> bytes:
@@ -167,25 +190,31 @@ RECENT = 20
 """How many recent releases a ledger entry keeps for ``dpstream ledger show``."""
 
 
+def _exact(x: Fraction) -> str:
+    """An exact budget as text: ``"3/40"`` (what the floats beside it round)."""
+    return f"{x.numerator}/{x.denominator}"
+
+
 def encode_release(
     stream: StreamConfig,
     slot: int,
-    rel: Any,
+    rel: Release,
     describe: str,
-    window: list[tuple[float, float, int]],
+    window: list[WindowSpend],
     recent: list[Any],
     **audit_extra: Any,
 ) -> tuple[bytes, bytes, list[Any]]:
     """The ``releases`` and ``audit`` values of one released slot, and the ledger's new list
-    of recent releases (``window``: per level, spent in the window, eps, w)."""
-    names = [lv.name for lv in stream.levels]
+    of recent releases (``window``: per level, what its ledger spent in the window of ``w``
+    slots ending at this slot)."""
+    names = stream.level_names
     spent = {n: float(x) for n, x in zip(names, rel.spent, strict=True)}
     record = pack(
         {
             "stream": stream.id,
             "slot": slot,
-            "start": slot * stream.slot_s,
-            "end": (slot + 1) * stream.slot_s,
+            "start": stream.slots.start(slot),
+            "end": stream.slots.end(slot),
             "histogram": [float(x) for x in rel.histogram],
             "fresh": bool(rel.fresh),
             "mechanism": rel.mechanism,
@@ -193,25 +222,31 @@ def encode_release(
             "version": rel.version,
         }
     )
-    audit = pack(
-        {
-            "stream": stream.id,
-            "slot": slot,
-            "mechanism": rel.mechanism,
-            "describe": describe,
-            "status": rel.status,
-            "fresh": bool(rel.fresh),
-            "spent_by_group": spent,
-            "spent_dc_by_group": dict(zip(names, map(float, rel.spent_dc), strict=True)),
-            "spent_pub_by_group": dict(zip(names, map(float, rel.spent_pub), strict=True)),
-            "window_spent_by_group": {n: w[0] for n, w in zip(names, window, strict=True)},
-            "eps_by_group": {n: w[1] for n, w in zip(names, window, strict=True)},
-            "w_by_group": {n: w[2] for n, w in zip(names, window, strict=True)},
-            **audit_extra,
+    audit: dict[str, Any] = {
+        "stream": stream.id,
+        "slot": slot,
+        "mechanism": rel.mechanism,
+        "describe": describe,
+        "neighbours": "replace" if stream.local else stream.neighbours,
+        "status": rel.status,
+        "fresh": bool(rel.fresh),
+        "spent_by_group": spent,
+        "spent_dc_by_group": dict(zip(names, map(float, rel.spent_dc), strict=True)),
+        "spent_pub_by_group": dict(zip(names, map(float, rel.spent_pub), strict=True)),
+        "window_spent_by_group": {n: float(w.spent) for n, w in zip(names, window, strict=True)},
+        "window_spent_exact_by_group": {
+            n: _exact(w.spent) for n, w in zip(names, window, strict=True)
+        },
+        "eps_by_group": {n: w.eps for n, w in zip(names, window, strict=True)},
+        "w_by_group": {n: w.w for n, w in zip(names, window, strict=True)},
+        **audit_extra,
+    }
+    if rel.spent_exact is not None:
+        audit["spent_exact_by_group"] = {
+            n: _exact(x) for n, x in zip(names, rel.spent_exact, strict=True)
         }
-    )
     recent = [*recent, [slot, bool(rel.fresh), rel.status, spent]][-RECENT:]
-    return record, audit, recent
+    return record, pack(audit), recent
 
 
 # -- local mode ---------------------------------------------------------------------------------
@@ -228,8 +263,8 @@ def encode_request(
         {
             "stream": stream.id,
             "slot": slot,
-            "start": slot * stream.slot_s,
-            "end": (slot + 1) * stream.slot_s,
+            "start": stream.slots.start(slot),
+            "end": stream.slots.end(slot),
             "deadline": deadline,
             "users": stream.users,
             "request": request,

@@ -131,7 +131,8 @@ class ReportService(BatchConsumer):
         assert self._producer is not None
         tallies = self.collector.flush(wall)
         for (sid, outcome), n in self.collector.take_outcomes().items():
-            metrics.REPORTS.labels(sid, outcome).inc(n)
+            if self.settings.expose_data_counts:
+                metrics.REPORTS.labels(sid, outcome).inc(n)
         send, topic = self._producer.send, self.topics.partials
         for t in tallies:
             value = encode_tally(
@@ -140,6 +141,7 @@ class ReportService(BatchConsumer):
             )  # fmt: skip
             await send(topic, key=t.stream.encode(), value=value)
         for sid in self.collector.streams:
-            await send(topic, key=sid.encode(), value=encode_tick(sid, wall))
+            tick = encode_tick(sid, {}, self._partitions_total)
+            await send(topic, key=sid.encode(), value=tick)
         if tallies:
             await self._commit(list(self._consumer.assignment()) if self._consumer else [])

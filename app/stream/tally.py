@@ -130,7 +130,7 @@ class ReportCollector:
         self._group_edges: dict[str, npt.NDArray[np.int64]] = {}
         self._population_division: dict[str, bool] = {}
         for sid, s in self.streams.items():
-            mech = s.build_mechanism()
+            mech: Any = s.build_mechanism()
             self._population_division[sid] = bool(mech.population_division)
             self._group_edges[sid] = np.cumsum(mech.group_users).astype(np.int64)
             self._last[sid] = np.full((2, s.users), NEVER, dtype=np.int32)
@@ -238,7 +238,7 @@ class ReportCollector:
         r = ROUND_INDEX[rnd.rnd]
         if self._population_division[sid]:
             seen = np.maximum(last[0, safe], last[1, safe])
-            used = seen > rnd.slot - stream.levels[0].w
+            used = seen > rnd.slot - max(level.w for level in stream.levels)
         else:
             used = last[r, safe] == rnd.slot
         first = np.zeros(users.shape[0], dtype=bool)

@@ -14,7 +14,7 @@ One process runs three things on one event loop, stopped together on SIGTERM/SIG
   partition serves a stream), with the tables ``ledger`` (stream -> mechanism state and the
   last release) and ``slots`` (stream -> open slots' merged counts), both
   ``store="rocksdb://"`` with changelog topics. The agent runs the slot release protocol of
-  :meth:`app.stream.release.Releaser.release_slot`.
+  :mod:`app.stream.release.protocol`.
 
 Faust settings forced by the brokers we test on (``ECOSYSTEM.md``): ``producer_max_batch_size=1``
 (Tansu's high watermark bug would otherwise break table recovery), short session and rebalance
@@ -27,9 +27,11 @@ from __future__ import annotations
 import base64
 import dataclasses
 import logging
+import time
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
+from app import metrics
 from app.stream.config import Settings
 from app.stream.http import HttpService
 from app.stream.ingest import IngestService
@@ -114,13 +116,18 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         await app.producer.flush()
 
     releaser = Releaser(settings, topics, tables["ledger"], tables["slots"], produce, persist)
-    agent_running = {"yes": False}
+    agent = {"running": False, "error": ""}
 
     @app.agent(partials, concurrency=1, name="release")
     async def release(stream: Any) -> None:
-        agent_running["yes"] = True
-        async for event in stream.events():
-            await releaser.on_message(event.value)
+        agent["running"] = True
+        try:
+            async for event in stream.events():
+                await releaser.on_message(event.value)
+                agent["error"] = ""
+        except Exception as exc:
+            agent["running"], agent["error"] = False, f"release agent failed: {exc!r}"
+            raise
 
     collectors: list[Any] = []
     central = tuple(s for s in settings.streams if not s.local)
@@ -135,17 +142,35 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
     if len(central) < len(settings.streams):
         collectors.append(ReportService(settings, topics, group_id=f"{app_id}-reports"))
 
-    def ready() -> bool:
-        return (
-            all(c.consuming for c in collectors)
-            and agent_running["yes"]
-            and not app.rebalancing
-        )
+    def not_ready() -> str:
+        """Why the worker is not ready ("" when it is); see docs/service.md, Readiness."""
+        reasons = [c.failed for c in collectors if c.failed]
+        reasons += [f"{c.shortlabel}: broker unreachable" for c in collectors if not c.connected]
+        reasons += [f"{c.shortlabel}: catching up" for c in collectors if not c.consuming]
+        if not agent["running"]:
+            reasons.append(agent["error"] or "release agent not running")
+        if app.rebalancing:
+            reasons.append("rebalancing")
+        reasons += releaser.failed.values()
+        reasons += overdue(settings, time.time())
+        return "; ".join(reasons)
 
-    http = HttpService(
-        settings.metrics_bind, settings.metrics_port, ready, settings.expose_data_counts
-    )
+    http = HttpService(settings.metrics_bind, settings.metrics_port, not_ready,
+                       expose_data=settings.expose_data_counts)  # fmt: skip
     return app, [http, *collectors]
+
+
+def overdue(settings: Settings, now: float) -> list[str]:
+    """Streams whose last release is past its deadline (``dpstream_last_released_slot``)."""
+    out = []
+    for stream in settings.streams:
+        last = metrics.LAST_RELEASED_SLOT.labels(stream.id)._value.get()
+        if not last:
+            continue  # nothing released yet by this process
+        deadline = stream.slots.due(int(last) + 1) + stream.release_timeout_s + stream.max_delay_s
+        if now > deadline + stream.slot_s:
+            out.append(f"stream {stream.id}: no release since slot {int(last)}")
+    return out
 
 
 def ensure_topics(settings: Settings, topics: Topics) -> None:

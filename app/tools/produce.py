@@ -25,6 +25,7 @@ import numpy as np
 
 from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
+from app.stream.partitioning import PRODUCER_CONFIG
 from app.stream.topics import Topics, load_topics
 
 REPORT_EVERY_S = 5.0
@@ -107,6 +108,7 @@ def synthetic_events(
                 "message.timeout.ms": MESSAGE_TIMEOUT_MS,
                 "error_cb": deliveries.broker_error,  # summarized by produce_events
                 "logger": QUIET,  # instead of one stderr line per reconnection attempt
+                **PRODUCER_CONFIG,
             },
         )
     )

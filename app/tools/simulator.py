@@ -34,6 +34,7 @@ import numpy.typing as npt
 from app.client.device import Enrollment
 from app.client.fleet import Fleet
 from app.dp.local.base import CollectionRequest
+from app.stream.partitioning import PRODUCER_CONFIG
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,12 @@ def run_devices(
         }
     )
     producer = Producer(
-        {**consumer_config, "linger.ms": 5, "queue.buffering.max.messages": 1_000_000}
+        {
+            **consumer_config,
+            "linger.ms": 5,
+            "queue.buffering.max.messages": 1_000_000,
+            **PRODUCER_CONFIG,
+        }  # fmt: skip
     )
     answered: set[bytes] = set()  # requests answered, byte for byte
     try:

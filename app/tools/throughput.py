@@ -32,6 +32,7 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
+from app.stream.partitioning import PRODUCER_CONFIG
 from app.stream.topics import create_topics, load_topics
 from app.tools.broker import EmbeddedBroker, free_port
 
@@ -76,6 +77,7 @@ def _produce(
             "linger.ms": 50,
             "batch.num.messages": 10_000,
             "queue.buffering.max.messages": 500_000,
+            **PRODUCER_CONFIG,
         }
     )
     rng = np.random.default_rng(1)
@@ -288,4 +290,3 @@ def run_throughput(args: argparse.Namespace) -> int:
         if broker is not None:
             broker.stop()
         work.cleanup()
-

@@ -27,6 +27,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from app import metrics
+from app.stream.partitioning import PRODUCER_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "dpstream"
@@ -125,7 +126,9 @@ class LiveWorker:
     def produce(self, items: list[tuple[bytes, bytes]]) -> None:
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        producer = Producer(
+            {"bootstrap.servers": self.bootstrap, "linger.ms": 5, **PRODUCER_CONFIG}
+        )
         for key, value in items:
             producer.produce(self.prefix + "events", key=key, value=value)
         assert producer.flush(30) == 0

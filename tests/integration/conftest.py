@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from app.stream.partitioning import PRODUCER_CONFIG
 from app.stream.topics import create_topics, load_topics
 from app.tools.broker import EmbeddedBroker, free_port
 
@@ -61,7 +62,7 @@ class Kafka:
     def produce(self, topic: str, items: list[tuple[bytes | None, bytes]]) -> None:
         from confluent_kafka import Producer
 
-        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, **PRODUCER_CONFIG})
         for i, (key, value) in enumerate(items):
             p.produce(topic, key=key, value=value)
             if i % 1000 == 0:

@@ -8,6 +8,7 @@ import pytest
 from app.stream.collect import Collector
 from app.stream.config import load_streams
 from app.stream.errors import BadEvent
+from app.stream.partitioning import partition_for
 
 YAML = """
 streams:
@@ -25,10 +26,18 @@ streams:
 def collector(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
-    c = Collector(load_streams(path, env={}))
+    c = Collector(load_streams(path, env={}), partitions_total=1)
     c.assign(0)
     c.partitions[0].caught_up = True
     return c
+
+
+def flush(c, t):
+    """Flush after fetches that found partition 0 at its end, settled, up to wall time ``t``."""
+    c.observe_fetch(0, t - 5, at_end=True, gap_s=100)
+    c.observe_fetch(0, t, at_end=True, gap_s=100)
+    partials, _ = c.flush()
+    return partials
 
 
 def ev(user, ts, value):
@@ -42,31 +51,70 @@ def test_one_value_per_user_per_slot_counts_per_group(collector):
     ):
         collector.add(0, off, user.encode(), ev(user, ts, value), wall_now=112)
     assert collector.commit_offset(0, 4) == 0
-    partials = collector.flush(wall_now=120.5)  # slot 11 (110-120) + grace 1 is not due
+    partials = flush(collector, 120.5)  # slot 11 (110-120) + grace 1 is not due
     assert [(p.slot, p.counts) for p in partials] == [(10, [1, 0, 0, 0, 1, 0])]
     assert collector.commit_offset(0, 4) == 3  # slot 11 still needs offset 3
     assert collector.take_outcomes() == {("s", "accepted"): 3, ("s", "duplicate"): 1}
 
 
 def test_late_events_are_counted_and_dropped(collector):
-    collector.flush(wall_now=120.5)
+    flush(collector, 120.5)
     collector.add(0, 0, b"u", ev("u", 105, 0), wall_now=122)
     assert collector.take_outcomes() == {("s", "late"): 1}
 
 
 def test_empty_slots_still_produce_partials(collector):
-    collector.flush(wall_now=120.5)
-    partials = collector.flush(wall_now=140.5)
+    flush(collector, 120.5)
+    partials = flush(collector, 140.5)
     assert [(p.slot, sum(p.counts)) for p in partials] == [(11, 0), (12, 0)]
 
 
 def test_level_change_blocks_max_w_slots(collector):
-    collector.set_preference("u", "loose", 100.0)  # from default strict (w=4) at slot 10
-    for off, slot in enumerate([9, 10, 13, 14]):
+    """A change read at t=100 (slot 10) applies from slot 11, after a gap of max(4, 2) slots."""
+    collector.set_preference("u", "loose", 100.0)
+    for off, slot in enumerate([9, 10, 11, 14, 15]):
         collector.add(0, off, b"u", ev("u", slot * 10 + 1, 0), wall_now=150)
-    assert collector.take_outcomes() == {("s", "accepted"): 2, ("s", "level_change"): 2}
-    groups = {k[1]: next(iter(b.values())) // 3 for k, b in collector.partitions[0].buckets.items()}
-    assert groups == {9: 0, 14: 1}
+    partials = flush(collector, 170)
+    groups = {p.slot: p.counts.index(1) // 3 for p in partials if sum(p.counts)}
+    assert groups == {9: 0, 10: 0, 15: 1}
+    assert collector.take_outcomes()[("s", "level_change")] == 2
+
+
+def test_a_backdated_change_never_moves_a_closed_slot(collector):
+    """After slot 10 closed with u strict, a record stamped t=0 takes effect after slot 10."""
+    collector.add(0, 0, b"u", ev("u", 101, 0), wall_now=102)
+    assert [p.counts for p in flush(collector, 111.5)] == [[1, 0, 0, 0, 0, 0]]
+    collector.set_preference("u", "loose", 0.0)
+    for off, slot in enumerate(range(11, 17), start=1):
+        collector.add(0, off, b"u", ev("u", slot * 10 + 1, 0), wall_now=slot * 10 + 2)
+    partials = flush(collector, 200)
+    counted = {p.slot: p.counts.index(1) // 3 for p in partials if sum(p.counts)}
+    # Read while slot 11 was open: strict through 11, the gap of max(w) = 4 slots, loose from 16.
+    assert counted == {11: 0, 16: 1}
+
+
+def test_an_event_in_another_partition_than_its_key_is_refused(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(YAML)
+    c = Collector(load_streams(path, env={}), partitions_total=4)
+    for p in range(4):
+        c.assign(p)
+    right = partition_for(b"u", 4)
+    c.add(right, 0, b"u", ev("u", 105, 0), wall_now=106)
+    with pytest.raises(BadEvent) as info:
+        c.add((right + 1) % 4, 0, b"u", ev("u", 106, 1), wall_now=107)
+    assert info.value.reason == "wrong_partition"
+    assert c.take_outcomes() == {("s", "accepted"): 1}
+
+
+def test_progress_holds_still_through_a_fetch_gap(collector):
+    """After a gap in fetch responses, slots wait grace_s of healthy fetching to close."""
+    assert [p.slot for p in flush(collector, 120.5)] == [10]
+    collector.observe_fetch(0, 150.0, at_end=True, gap_s=3)  # 29.5 s without a response
+    assert collector.flush()[0] == []  # not settled: slots 11-13 stay open
+    collector.observe_fetch(0, 151.0, at_end=True, gap_s=3)  # 1 s of healthy fetching = grace
+    # Progress 151 passes the end of slot 14 (150) plus grace (1): slots 11-14 close at once.
+    assert [p.slot for p in collector.flush()[0]] == [11, 12, 13, 14]
 
 
 @pytest.mark.parametrize(

@@ -40,14 +40,19 @@ def test_plbu_takes_one_user_count_per_level(tmp_path):
     assert isinstance(s.build_mechanism(), PLBU) and s.users == 1000
 
 
+def test_a_non_personalized_mechanism_runs_at_the_strictest_level(tmp_path):
+    """Several levels and LPA: every user is protected at (max w, min eps) (issue 16)."""
+    [s] = load(tmp_path, levels="[{name: a, w: 5, eps: 1}, {name: b, w: 2, eps: 0.5}]")
+    m = s.build_mechanism()
+    assert isinstance(m, LPA) and (m.w, m.eps) == (5, 0.5)
+
+
 @pytest.mark.parametrize(
     ("name", "params", "levels", "env", "match"),
     [
         ("pba", "{users: 10}", ONE, None, "mechanism.name must be one of"),
         ("lpa", "{oracle: grr}", ONE, None, "registered users"),
-        ("lpa", "{users: 10}", "[{name: a, w: 5, eps: 1}, {name: b, w: 2, eps: 2}]", None,
-         "exactly one level"),
-        ("plbu", "{users: 10}", ONE, None, "one user count per level"),
+        ("plbu", "{users: 10}", ONE, None, "one count per group"),
         ("lpa", "{users: 10}", ONE, {"DPSTREAM_STREAM_U_ROUND_S": "40"}, "two rounds must fit"),
         ("lpa", "{users: 10, oracle: nope}", ONE, None, "oracle"),
     ],

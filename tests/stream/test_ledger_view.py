@@ -10,7 +10,7 @@ from app.dp.local.base import CollectionRequest, mask_users
 from app.stream.config import load_settings
 from app.stream.ledger_view import render
 from app.stream.records import encode_partial, encode_tick
-from app.stream.release import Releaser
+from app.stream.release import LedgerEntry, Releaser
 from app.stream.topics import load_topics
 
 YAML = """
@@ -45,31 +45,52 @@ def make(tmp_path):
     async def persist():
         return None
 
-    r = Releaser(settings, load_topics(), ledger, {}, produce, persist)
-    r.local.clock = lambda: 0.0
+    clock = Clock()
+    r = Releaser(settings, load_topics(), ledger, {}, produce, persist, clock=clock)
+    r.clock = clock
     return settings, r, ledger
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run(r, raw, now):
+    r.clock.now = now
+    asyncio.run(r.on_message(raw))
 
 
 def test_central_view_shows_rule_window_and_recent_releases(tmp_path):
     settings, r, ledger = make(tmp_path)
-    asyncio.run(r.on_message(encode_partial("cen", 10, 0, 1, [2, 0], 11.6)))
-    asyncio.run(r.on_message(encode_tick("cen", 14.6)))
-    text = render(settings.stream("cen"), msgpack.unpackb(ledger["cen"]))
+    run(r, encode_tick("cen", {0: 10.6}, 1), 10.6)  # first slot: 9
+    run(r, encode_partial("cen", 10, 0, 1, [2, 0]), 11.6)
+    run(r, encode_tick("cen", {0: 13.6}, 1), 13.7)  # slots 11 and 12 closed by progress
+    text = render(settings.stream("cen"), LedgerEntry.decode(ledger["cen"]))
     lines = text.splitlines()
     assert lines[0].startswith("stream cen: ") and len(lines[0]) > len("stream cen: ")
     assert "next slot 13 (last release published: True)" in text
     assert any(line.startswith("only") for line in lines)
     assert "population" not in text and "pending request" not in text
-    assert [int(line.split()[0]) for line in lines if line[:12].strip().isdigit()] == [10, 11, 12]
+    assert [int(line.split()[0]) for line in lines if line[:12].strip().isdigit()] == [
+        9,
+        10,
+        11,
+        12,
+    ]
 
 
 def test_local_view_shows_population_window_and_pending_request(tmp_path):
     settings, r, ledger = make(tmp_path)
     stream = settings.stream("loc")
-    asyncio.run(r.on_message(encode_tick("loc", 95.0)))
-    asyncio.run(r.on_message(encode_tick("loc", 100.1)))  # slot 10, round 1 asked
-    entry = msgpack.unpackb(ledger["loc"])
-    value = msgpack.unpackb(entry["request"])
+    run(r, encode_tick("loc", {}, 1), 95.0)
+    run(r, encode_tick("loc", {}, 1), 100.1)  # slot 10, round 1 asked
+    entry = LedgerEntry.decode(ledger["loc"])
+    assert entry.request is not None
+    value = msgpack.unpackb(entry.request)
     cohort = int(mask_users(CollectionRequest.from_dict(value["request"]), 60).sum())
     text = render(stream, entry)
     assert text.splitlines()[0] == f"stream loc: {stream.build_mechanism().describe()}"
@@ -81,8 +102,8 @@ def test_local_view_shows_population_window_and_pending_request(tmp_path):
     assert f"slot {10:>12}: {cohort} users reported" in text
     # Rounds time out, slots 10 and 11 are released: no pending request, two recent releases.
     for now in (103.5, 105.0, 110.1, 113.5, 115.0):
-        asyncio.run(r.on_message(encode_tick("loc", now)))
-    entry = msgpack.unpackb(ledger["loc"])
+        run(r, encode_tick("loc", {}, 1), now)
+    entry = LedgerEntry.decode(ledger["loc"])
     text = render(stream, entry)
     assert "pending request: none" in text
     assert "population: 60 users in" in text and "window spent" not in text
@@ -90,4 +111,4 @@ def test_local_view_shows_population_window_and_pending_request(tmp_path):
         int(line.rsplit(":", 1)[1].split()[0]) for line in text.splitlines() if "reported" in line
     )
     assert f"used {used}, available {60 - used}" in text
-    assert [int(x[0]) for x in entry["recent"]] == [10, 11]
+    assert [int(x[0]) for x in entry.recent] == [10, 11]

@@ -29,6 +29,16 @@ class Boom(Exception):
     pass
 
 
+class Clock:
+    """The wall clock the tests move; every tick or tally is handled at its time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def make(tmp_path, ledger, slots, sent, fail_on=None):
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
@@ -47,13 +57,22 @@ def make(tmp_path, ledger, slots, sent, fail_on=None):
     async def persist():
         return None
 
-    r = Releaser(settings, topics, ledger, slots, produce, persist)
-    r.local.clock = lambda: 0.0  # the ticks' times are the clock here
+    clock = Clock()
+    r = Releaser(settings, topics, ledger, slots, produce, persist, clock=clock)
+    r.clock = clock
     return r
 
 
-def run(r, raw):
+def run(r, raw, now=None):
+    """Hand ``raw`` to the agent at wall time ``now`` (a tally's own time if not given)."""
+    msg = msgpack.unpackb(raw)
+    r.clock.now = msg["now"] if now is None else now
     asyncio.run(r.on_message(raw))
+
+
+def tick(r, now):
+    """A reports-service tick (it carries no progress in local mode) at wall time ``now``."""
+    run(r, encode_tick("loc", {}, 2), now)
 
 
 def requests(sent):
@@ -63,9 +82,9 @@ def requests(sent):
 def test_one_release_per_slot_with_rounds_closed_by_tallies_or_deadline(tmp_path):
     ledger, slots, sent = {}, {}, []
     r = make(tmp_path, ledger, slots, sent)
-    run(r, encode_tick("loc", 95.0))  # first slot: 10 (starts at 100)
+    tick(r, 95.0)  # first slot: 10 (starts at 100)
     assert requests(sent) == []
-    run(r, encode_tick("loc", 100.1))
+    tick(r, 100.1)
     [req] = requests(sent)
     assert (req["slot"], req["deadline"], req["request"]["round"]) == (10, 102.1, "dissimilarity")
     cr = CollectionRequest.from_dict(req["request"])
@@ -79,7 +98,7 @@ def test_one_release_per_slot_with_rounds_closed_by_tallies_or_deadline(tmp_path
     assert len(reqs) + len(rels) == 2  # a publication round, or the slot released already
     # Slots 11 and 12 pass without any tally: rounds time out, every slot is released once.
     for now in (103.5, 105.0, 110.1, 113.5, 120.1, 123.5, 130.0):
-        run(r, encode_tick("loc", now))
+        tick(r, now)
     rels = [msgpack.unpackb(v) for t, v in sent if t == "releases"]
     assert [x["slot"] for x in rels] == [10, 11, 12]
     assert all(len(x["histogram"]) == 2 for x in rels)
@@ -89,16 +108,16 @@ def test_one_release_per_slot_with_rounds_closed_by_tallies_or_deadline(tmp_path
 def test_crash_after_persisting_a_request_resends_the_same_bytes(tmp_path):
     ledger, slots, sent = {}, {}, []
     r = make(tmp_path, ledger, slots, sent, fail_on="collection-requests")
-    run(r, encode_tick("loc", 95.0))
+    tick(r, 95.0)
     try:
-        run(r, encode_tick("loc", 100.1))
+        tick(r, 100.1)
     except Boom:
         pass
     stored = msgpack.unpackb(ledger["loc"])["request"]
     assert stored is not None and sent == []
     # The restarted agent (fresh object, same tables) re-sends the stored request, not a new plan.
     r2 = make(tmp_path, ledger, slots, sent)
-    run(r2, encode_tick("loc", 100.6))
+    tick(r2, 100.6)
     assert [v for t, v in sent if t == "collection-requests"] == [stored]
     assert msgpack.unpackb(ledger["loc"])["sent"] is True
 
@@ -106,8 +125,8 @@ def test_crash_after_persisting_a_request_resends_the_same_bytes(tmp_path):
 def test_a_missed_slot_is_stepped_without_requests(tmp_path):
     ledger, slots, sent = {}, {}, []
     r = make(tmp_path, ledger, slots, sent)
-    run(r, encode_tick("loc", 95.0))
-    run(r, encode_tick("loc", 109.0))  # less than round_s left in slot 10
+    tick(r, 95.0)
+    tick(r, 109.0)  # less than round_s left in slot 10
     assert requests(sent) == []
     rels = [msgpack.unpackb(v) for t, v in sent if t == "releases"]
     assert [(x["slot"], x["fresh"]) for x in rels] == [(10, False)]
@@ -116,13 +135,13 @@ def test_a_missed_slot_is_stepped_without_requests(tmp_path):
 def test_a_round_pending_across_a_restart_waits_for_its_replayed_tallies(tmp_path):
     ledger, slots, sent = {}, {}, []
     r = make(tmp_path, ledger, slots, sent)
-    run(r, encode_tick("loc", 95.0))
-    run(r, encode_tick("loc", 100.1))  # asks round 1 of slot 10, deadline 102.1
+    tick(r, 95.0)
+    tick(r, 100.1)  # asks round 1 of slot 10, deadline 102.1
     first = msgpack.unpackb(ledger["loc"])["request"]
     cr = CollectionRequest.from_dict(msgpack.unpackb(first)["request"])
     # Killed before the round closed; back at 107, long after deadline + release_timeout_s.
     r2 = make(tmp_path, ledger, slots, sent)
-    run(r2, encode_tick("loc", 107.0))
+    tick(r2, 107.0)
     assert msgpack.unpackb(ledger["loc"])["request"] == first  # still pending
     # The restarted reports service replays the round's reports: their tallies close it.
     for p in (0, 1):
@@ -131,12 +150,12 @@ def test_a_round_pending_across_a_restart_waits_for_its_replayed_tallies(tmp_pat
     # Without tallies it still closes, release_timeout_s (1 s) after the restart.
     ledger2, slots2, sent2 = {}, {}, []
     r3 = make(tmp_path, ledger2, slots2, sent2)
-    run(r3, encode_tick("loc", 95.0))
-    run(r3, encode_tick("loc", 100.1))
+    tick(r3, 95.0)
+    tick(r3, 100.1)
     first = msgpack.unpackb(ledger2["loc"])["request"]
     r4 = make(tmp_path, ledger2, slots2, sent2)
-    run(r4, encode_tick("loc", 107.0))
-    run(r4, encode_tick("loc", 107.9))
+    tick(r4, 107.0)
+    tick(r4, 107.9)
     assert msgpack.unpackb(ledger2["loc"])["request"] == first
-    run(r4, encode_tick("loc", 108.1))
+    tick(r4, 108.1)
     assert msgpack.unpackb(ledger2["loc"])["request"] != first

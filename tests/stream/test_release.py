@@ -8,7 +8,7 @@ import msgpack
 
 from app.stream.config import load_settings
 from app.stream.records import encode_partial, encode_tick
-from app.stream.release import Releaser
+from app.stream.release import LedgerEntry, Releaser
 from app.stream.topics import load_topics
 
 YAML = """
@@ -40,15 +40,37 @@ def make(tmp_path, ledger, slots, sent, fail_publish=False):
     async def persist():
         return None
 
-    return Releaser(settings, load_topics(), ledger, slots, produce, persist)
+    clock = Clock()
+    r = Releaser(settings, load_topics(), ledger, slots, produce, persist, clock=clock)
+    r.clock = clock
+    return r
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run(r, raw, now):
+    """Hand ``raw`` to the agent at wall time ``now``."""
+    r.clock.now = now
+    asyncio.run(r.on_message(raw))
+
+
+def tick(r, progress, now):
+    """Partition 0 (of 1) is complete up to event time ``progress``."""
+    run(r, encode_tick("s", {0: progress}, 1), now)
 
 
 def test_slots_close_in_order_even_without_events(tmp_path):
     ledger, slots, sent = {}, {}, []
     r = make(tmp_path, ledger, slots, sent)
-    asyncio.run(r.on_message(encode_tick("s", 10.6)))  # starts at slot 9
-    asyncio.run(r.on_message(encode_partial("s", 10, 0, 1, [3, 1], 11.6)))
-    asyncio.run(r.on_message(encode_tick("s", 14.6)))  # slots 11-12 by timeout
+    tick(r, 10.6, 10.6)  # starts at slot 9 (ends 10, due 10.5)
+    run(r, encode_partial("s", 10, 0, 1, [3, 1]), 11.6)
+    tick(r, 13.6, 13.7)  # slots 11-12 have no events: the progress closes them
     releases = [msgpack.unpackb(v) for t, v in sent if t == "releases"]
     assert [x["slot"] for x in releases] == [9, 10, 11, 12]
     assert msgpack.unpackb(ledger["s"])["next_slot"] == 13
@@ -58,12 +80,13 @@ def test_crash_between_record_and_publish_reemits_identical_bytes(tmp_path):
     ledger, slots, sent = {}, {}, []
     r = make(tmp_path, ledger, slots, sent, fail_publish=True)
     try:
-        asyncio.run(r.on_message(encode_partial("s", 10, 0, 1, [2, 0], 11.6)))
+        tick(r, 10.6, 10.6)  # starts at slot 9
+        run(r, encode_partial("s", 10, 0, 1, [2, 0]), 11.6)
     except Boom:
         pass
-    entry = msgpack.unpackb(ledger["s"])
-    assert entry["published"] is False
+    entry = LedgerEntry.decode(ledger["s"])
+    assert entry.published is False
     restarted = make(tmp_path, ledger, slots, sent)
-    asyncio.run(restarted.on_message(encode_tick("s", 11.7)))
-    assert [v for t, v in sent if t == "releases"] == [entry["record"]]
+    tick(restarted, 10.7, 11.7)
+    assert [v for t, v in sent if t == "releases"] == [entry.record("releases")]
     assert msgpack.unpackb(ledger["s"])["published"] is True

@@ -1,0 +1,197 @@
+"""The configuration's types: a secret, a requirement level, a stream, the Kafka security, the
+worker's settings. Built by :mod:`app.stream.config.streams` (the YAML file) and
+:mod:`app.stream.config.environment` (the environment); frozen once built."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.dp.mechanism import Mechanism
+from app.dp.registry import get
+from app.dp.types import Group
+from app.stream.errors import ConfigError
+from app.stream.slots import SlotClock
+
+DEFAULT_STREAMS = Path(__file__).parents[1] / "default_streams.yaml"
+NEIGHBOURS = ("replace", "add-remove")
+"""The neighbouring relations a stream may protect (see :attr:`StreamConfig.neighbours`)."""
+
+
+class Secret:
+    """A secret value that does not show in ``repr``, ``str`` or logs; :meth:`reveal` it.
+
+    >>> s = Secret(b"k" * 16)
+    >>> s, str(s), s.reveal()[:2]
+    (Secret('***'), '***', b'kk')
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: bytes) -> None:
+        self._value = value
+
+    def reveal(self) -> bytes:
+        """The secret itself: pass it straight to the client that needs it."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def __str__(self) -> str:
+        return "***"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+DEFAULT_POPULATION = 1000
+"""Users assumed at a level whose ``population`` is not configured (OBS input only)."""
+
+
+@dataclass(frozen=True)
+class Level:
+    """A requirement level users may choose: ``eps``-DP over any ``w`` consecutive slots."""
+
+    name: str
+    w: int
+    eps: float
+    population: int = DEFAULT_POPULATION
+
+    @property
+    def group(self) -> Group:
+        return Group(self.w, self.eps)
+
+    def satisfies(self, other: Level) -> bool:
+        """Whether a user at this level is protected at least as ``other`` promises: a window
+        of ``other.w`` slots lies inside one of ``self.w`` slots, which spends <= ``self.eps``."""
+        return self.w >= other.w and self.eps <= other.eps
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """One configured release: domain, slotting, clock, mechanism and requirement levels."""
+
+    id: str
+    labels: tuple[str, ...]
+    slot_s: float
+    grace_s: float
+    clock: str
+    release_timeout_s: float
+    mechanism: str
+    noise: str
+    params: Mapping[str, Any]
+    levels: tuple[Level, ...]
+    default_level: int
+    mode: str = "central"
+    round_s: float = 0.0
+    """Local mode: how long devices have to answer one collection request."""
+    neighbours: str = "replace"
+    """Central mode: what one user's privacy covers. ``replace``: any change of the user's
+    value in any slot of a window (sensitivity 2); ``add-remove``: the presence or absence of
+    the user's value (sensitivity 1; the papers' relation). Local mode always protects values."""
+    max_delay_s: float = 60.0
+    """How long past its due time a slot waits for partitions that are alive but behind."""
+
+    @property
+    def local(self) -> bool:
+        return self.mode == "local"
+
+    @property
+    def slots(self) -> SlotClock:
+        """The stream's slot clock (the one place slot arithmetic lives)."""
+        return SlotClock(self.slot_s, 0.0 if self.local else self.grace_s)
+
+    @property
+    def sensitivity(self) -> int:
+        """L1 change of one slot's histogram by one user under :attr:`neighbours`."""
+        return 2 if self.neighbours == "replace" else 1
+
+    @property
+    def users(self) -> int:
+        """Local mode: registered users (indices ``0 .. users - 1``); 0 for central streams."""
+        if not self.local:
+            return 0
+        u = self.params["users"]
+        return int(sum(u)) if isinstance(u, list | tuple) else int(u)
+
+    @property
+    def d(self) -> int:
+        return len(self.labels)
+
+    @property
+    def groups(self) -> tuple[Group, ...]:
+        return tuple(level.group for level in self.levels)
+
+    @property
+    def level_names(self) -> tuple[str, ...]:
+        return tuple(level.name for level in self.levels)
+
+    def build_mechanism(self) -> Mechanism:
+        """A fresh mechanism for this stream, built through the registry."""
+        params = dict(self.params)
+        if not self.local:
+            params.update(noise=self.noise, sensitivity=self.sensitivity)
+        return get(self.mechanism).for_stream(self.d, self.groups, **params)
+
+    def level_index(self, name: str) -> int | None:
+        """Index of the level called ``name``, or ``None`` if the stream does not offer it."""
+        for i, level in enumerate(self.levels):
+            if level.name == name:
+                return i
+        return None
+
+
+@dataclass(frozen=True)
+class KafkaSecurity:
+    """How the Kafka clients authenticate (``DPSTREAM_KAFKA_*``)."""
+
+    protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: Secret | None = None
+    ssl_cafile: str | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the worker needs, built once by ``load_settings`` and passed down."""
+
+    broker: str | None
+    state_dir: Path
+    metrics_port: int
+    metrics_bind: str
+    noise_key: Secret | None
+    security: KafkaSecurity
+    log_level: str
+    topic_prefix: str
+    session_timeout_s: float
+    streams: tuple[StreamConfig, ...]
+    config_path: Path = field(default=DEFAULT_STREAMS)
+    deployment: str = ""
+    """The deployment's identity, mixed into every noise derivation (``DPSTREAM_DEPLOYMENT``,
+    default: the topic prefix): two deployments sharing a key and a stream id draw
+    independent noise."""
+    expose_data_counts: bool = False
+    """Operator opt-in (``DPSTREAM_EXPOSE_DATA_COUNTS``): export exact event and report
+    counts by outcome on ``/metrics``. Off by default: they are data, not a mechanism's output."""
+
+    def stream(self, stream_id: str) -> StreamConfig:
+        for s in self.streams:
+            if s.id == stream_id:
+                return s
+        raise ConfigError(f"no stream {stream_id!r} in {self.config_path}")
+
+    def require_noise_key(self) -> bytes:
+        """The noise key, or a :class:`ConfigError` saying how to provide one."""
+        if self.noise_key is None:
+            raise ConfigError(
+                "no noise key: set DPSTREAM_NOISE_KEY (hex or base64, >= 16 bytes) "
+                "or DPSTREAM_NOISE_KEY_FILE"
+            )
+        return self.noise_key.reveal()

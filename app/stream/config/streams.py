@@ -1,0 +1,326 @@
+"""The streams file: parse and bound every field, one clear line per mistake.
+
+Streams come from one YAML file (``DPSTREAM_CONFIG``; the demo's default is
+``app/stream/default_streams.yaml``)::
+
+    streams:
+      - id: clicks                  # stream id: key of releases, ledgers and metrics
+        labels: [home, news, ...]   # the domain; d = len(labels) (or give `d:` without labels)
+        slot_s: 2.0                 # slot length in seconds
+        grace_s: 0.5                # a slot closes once every partition is past its end + grace
+        clock: wall                 # wall (production) | event (replay: max event time seen)
+        release_timeout_s: 30       # wait for a silent partition before closing without it
+        max_delay_s: 60             # wait for partitions that are alive but behind, at most
+        neighbours: replace         # replace (default) | add-remove (the papers' relation)
+        mechanism: {name: pba, noise: geometric, params: {}}
+        levels:                     # the requirement levels users may choose
+          - {name: strict, w: 20, eps: 0.5, population: 9000}
+          - {name: relaxed, w: 10, eps: 1.0, population: 1000}
+        default_level: strict       # optional; must satisfy every level (max w, min eps)
+
+Local mode (``mode: local``; devices perturb, the service only aggregates reports)::
+
+      - id: app-usage
+        mode: local                 # central (default) | local
+        d: 16
+        slot_s: 300
+        round_s: 60                 # deadline of one collection round (at most 2 per slot)
+        release_timeout_s: 5        # extra wait for reports partitions after a round's deadline
+        mechanism:
+          name: lpa                 # a registered local mechanism
+          params: {users: 100000, oracle: grr}   # registered users (indices 0..users-1)
+        levels:                     # one level (w, eps); a personalized mechanism takes several
+          - {name: standard, w: 20, eps: 1.0}
+
+Unknown keys are refused (a typo such as ``slot_seconds`` would otherwise be ignored), numbers
+must be numbers (``eps: true`` is refused), and every value must lie within :data:`BOUNDS`,
+the sizes the service is built and tested for (a ledger entry of the largest stream stays far
+below the producer's 1 MB request limit).
+
+``grace_s`` and ``clock`` do not apply to local streams. Two rounds and their tallies must fit
+in a slot: ``2 * (round_s + release_timeout_s) < slot_s``.
+
+A level's ``population`` is the public number of users expected at that level (default 1000).
+The personalized mechanisms' OBS uses it to pick the sampling threshold; it is never read from
+the data, because a threshold that depends on who is active in a slot would leak.
+
+The default level (users with no recorded preference) must satisfy every level the stream
+offers: ``w >= w_i`` and ``eps <= eps_i`` for all ``i``. Without ``default_level``, the level
+that does is chosen; if none does, a level ``default`` at ``(max w, min eps)`` is added.
+
+Per-stream scalars can be overridden by environment variables
+``DPSTREAM_STREAM_<ID>_<FIELD>`` (``<ID>`` upper-cased, non-alphanumerics as ``_``; ``<FIELD>``
+one of the keys of :data:`OVERRIDABLE`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from app.dp.errors import DPError
+from app.dp.registry import names
+from app.stream.config.model import (
+    DEFAULT_POPULATION,
+    NEIGHBOURS,
+    Level,
+    StreamConfig,
+)
+from app.stream.errors import ConfigError
+
+CLOCKS = ("wall", "event")
+MODES = ("central", "local")
+NOISES = ("geometric", "laplace")
+OVERRIDABLE = {
+    "SLOT_S": "slot_s",
+    "GRACE_S": "grace_s",
+    "CLOCK": "clock",
+    "RELEASE_TIMEOUT_S": "release_timeout_s",
+    "MAX_DELAY_S": "max_delay_s",
+    "MECHANISM": "mechanism",
+    "NOISE": "noise",
+    "ROUND_S": "round_s",
+    "NEIGHBOURS": "neighbours",
+}
+STREAM_KEYS = frozenset(
+    {"id", "labels", "d", "mode", "levels", "default_level"} | set(OVERRIDABLE.values())
+)
+MECHANISM_KEYS = frozenset({"name", "noise", "params"})
+LEVEL_KEYS = frozenset({"name", "w", "eps", "population"})
+BOUNDS: dict[str, tuple[float, float]] = {
+    "d": (1, 10_000),
+    "w": (1, 10_000),
+    "eps": (1e-6, 20.0),
+    "population": (0, 10**9),
+    "levels": (1, 16),
+    "slot_s": (0.1, 86_400.0),
+    "grace_s": (0.0, 3_600.0),
+    "release_timeout_s": (0.0, 3_600.0),
+    "max_delay_s": (0.0, 86_400.0),
+    "round_s": (0.01, 86_400.0),
+}
+"""Inclusive ``(low, high)`` of every bounded field."""
+LOCAL_RELEASE_TIMEOUT_S = 5.0
+"""A local stream's default ``release_timeout_s``: it waits for a round's tallies, not for a
+silent worker's partitions to be taken over (the central default covers a rebalance)."""
+DEFAULTS: dict[str, Any] = {
+    "slot_s": 60.0,
+    "grace_s": 5.0,
+    "clock": "wall",
+    "release_timeout_s": 30.0,
+    "round_s": 10.0,
+    "noise": "geometric",
+    "neighbours": "replace",
+}
+
+
+def number(where: str, raw: Any, field: str, integer: bool = False) -> float:
+    """``raw`` as a finite number within ``BOUNDS[field]``, or one :class:`ConfigError` line.
+
+    Strings are accepted (environment overrides are strings); booleans are not numbers.
+
+    >>> number("s.slot_s", "2", "slot_s")
+    2.0
+    >>> number("s.levels[0].eps", True, "eps")
+    Traceback (most recent call last):
+    ...
+    app.stream.errors.ConfigError: s.levels[0].eps must be a number, got True
+    """
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise ConfigError(f"{where} must be a number, got {raw!r}")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{where} must be a number, got {raw!r}") from None
+    low, high = BOUNDS[field]
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ConfigError(f"{where} must be a finite number in [{low:g}, {high:g}], got {raw!r}")
+    if integer and value != int(value):
+        raise ConfigError(f"{where} must be an integer, got {raw!r}")
+    return value
+
+
+def _keys(where: str, raw: Mapping[str, Any], allowed: frozenset[str]) -> None:
+    unknown = sorted(set(map(str, raw)) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def _choice(where: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(f"{where} must be one of {choices}, got {value!r}")
+    return str(value)
+
+
+def _env_key(stream_id: str) -> str:
+    return re.sub(r"[^A-Z0-9]", "_", stream_id.upper())
+
+
+def _labels(where: str, raw: Mapping[str, Any]) -> tuple[str, ...]:
+    labels_raw = raw.get("labels")
+    if labels_raw is None:
+        d = raw.get("d")
+        if isinstance(d, bool) or not isinstance(d, int):
+            raise ConfigError(f"{where}: give `labels` (a list) or `d` (an int >= 1), got d={d!r}")
+        number(f"{where}.d", d, "d", integer=True)
+        return tuple(str(i) for i in range(d))
+    if not isinstance(labels_raw, list) or not labels_raw:
+        raise ConfigError(f"{where}.labels must be a non-empty list, got {labels_raw!r}")
+    labels = tuple(str(x) for x in labels_raw)
+    number(f"{where}.labels (count)", len(labels), "d", integer=True)
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"{where}.labels has duplicates")
+    if "d" in raw and raw["d"] != len(labels):
+        raise ConfigError(f"{where}.d is {raw['d']!r} but there are {len(labels)} labels")
+    return labels
+
+
+def _level(where: str, raw: Any) -> Level:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise ConfigError(f"{where} must be a mapping with a name, got {raw!r}")
+    where = f"{where} ({raw['name']})"
+    _keys(where, raw, LEVEL_KEYS)
+    w = raw.get("w")
+    if isinstance(w, bool) or not isinstance(w, int):
+        raise ConfigError(f"{where}.w must be an integer, got {w!r}")
+    w = int(number(f"{where}.w", w, "w", integer=True))
+    eps = number(f"{where}.eps", raw.get("eps"), "eps")
+    pop_raw = raw.get("population", DEFAULT_POPULATION)
+    if isinstance(pop_raw, bool) or not isinstance(pop_raw, int):
+        raise ConfigError(f"{where}.population must be an integer, got {pop_raw!r}")
+    population = int(number(f"{where}.population", pop_raw, "population", integer=True))
+    return Level(raw["name"], w, eps, population)
+
+
+def _levels(where: str, raw: Mapping[str, Any]) -> tuple[tuple[Level, ...], int]:
+    """The levels and the index of the default one (added if no level satisfies all)."""
+    levels_raw = raw.get("levels")
+    if not isinstance(levels_raw, list) or not levels_raw:
+        raise ConfigError(f"{where}.levels must be a non-empty list of {{name, w, eps}}")
+    number(f"{where}.levels (count)", len(levels_raw), "levels", integer=True)
+    levels = [_level(f"{where}.levels[{i}]", lv) for i, lv in enumerate(levels_raw)]
+    if len({lv.name for lv in levels}) != len(levels):
+        raise ConfigError(f"{where}.levels has duplicate names")
+    safe = [i for i, lv in enumerate(levels) if all(lv.satisfies(o) for o in levels)]
+    name = raw.get("default_level")
+    if name is not None:
+        found = [i for i, lv in enumerate(levels) if lv.name == name]
+        if not found:
+            raise ConfigError(f"{where}.default_level {name!r} is not a level name")
+        if found[0] not in safe:
+            raise ConfigError(
+                f"{where}.default_level {name!r} does not satisfy every level: the default "
+                "must have the largest w and the smallest eps (omit it to get one)"
+            )
+        return tuple(levels), found[0]
+    if safe:
+        return tuple(levels), safe[0]
+    strictest = Level(
+        "default" if "default" not in {lv.name for lv in levels} else "default-strictest",
+        max(lv.w for lv in levels),
+        min(lv.eps for lv in levels),
+        DEFAULT_POPULATION,
+    )
+    return (*levels, strictest), len(levels)
+
+
+def parse_stream(raw: Any, where: str, env: Mapping[str, str]) -> StreamConfig:
+    """Validate one stream entry of the YAML file (after applying environment overrides)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a stream must be a mapping, got {raw!r}")
+    sid = raw.get("id")
+    if not isinstance(sid, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", sid):
+        raise ConfigError(f"{where}.id must be 1-64 chars of [A-Za-z0-9._-], got {sid!r}")
+    where = f"{where}[{sid}]"
+    _keys(where, raw, STREAM_KEYS)
+    mech_raw = raw.get("mechanism", {"name": "pba"})
+    if isinstance(mech_raw, str):
+        mech_raw = {"name": mech_raw}
+    if not isinstance(mech_raw, dict):
+        raise ConfigError(f"{where}.mechanism must be a name or a mapping, got {mech_raw!r}")
+    _keys(f"{where}.mechanism", mech_raw, MECHANISM_KEYS)
+    mode = _choice(f"{where}.mode", raw.get("mode", "central"), MODES)
+    values = {key: raw.get(key, default) for key, default in DEFAULTS.items()}
+    if mode == "local":
+        values["release_timeout_s"] = raw.get("release_timeout_s", LOCAL_RELEASE_TIMEOUT_S)
+    values.update(mechanism=mech_raw.get("name", "pba"), noise=mech_raw.get("noise", "geometric"))
+    values["max_delay_s"] = raw.get("max_delay_s", max(60.0, 5 * float(values["slot_s"] or 0)))
+    prefix = f"DPSTREAM_STREAM_{_env_key(sid)}_"
+    for suffix, key in OVERRIDABLE.items():
+        if prefix + suffix in env:
+            values[key] = env[prefix + suffix]
+    kind = "local" if mode == "local" else "central"
+    mechanism = _choice(f"{where}.mechanism.name", values["mechanism"], tuple(names(kind)))
+    params = mech_raw.get("params", {}) or {}
+    if not isinstance(params, dict):
+        raise ConfigError(f"{where}.mechanism.params must be a mapping, got {params!r}")
+    levels, default = _levels(where, raw)
+    stream = StreamConfig(
+        id=sid,
+        labels=_labels(where, raw),
+        slot_s=number(f"{where}.slot_s", values["slot_s"], "slot_s"),
+        grace_s=number(f"{where}.grace_s", values["grace_s"], "grace_s"),
+        clock=_choice(f"{where}.clock", values["clock"], CLOCKS),
+        release_timeout_s=number(
+            f"{where}.release_timeout_s", values["release_timeout_s"], "release_timeout_s"
+        ),
+        max_delay_s=number(f"{where}.max_delay_s", values["max_delay_s"], "max_delay_s"),
+        mechanism=mechanism,
+        noise=_choice(f"{where}.mechanism.noise", values["noise"], NOISES),
+        params=dict(params),
+        levels=levels,
+        default_level=default,
+        mode=mode,
+        round_s=number(f"{where}.round_s", values["round_s"], "round_s"),
+        neighbours=_choice(f"{where}.neighbours", values["neighbours"], NEIGHBOURS),
+    )
+    if stream.local:
+        _check_local(stream, where)
+    try:
+        stream.build_mechanism()
+    except (DPError, TypeError) as exc:
+        raise ConfigError(f"{where}.mechanism: {exc}") from None
+    return stream
+
+
+def _check_local(stream: StreamConfig, where: str) -> None:
+    """The local-mode rules the registry cannot check: users, rounds within a slot."""
+    users = stream.params.get("users")
+    counts = users if isinstance(users, list) else [users]
+    if not counts or any(isinstance(u, bool) or not isinstance(u, int) or u < 1 for u in counts):
+        raise ConfigError(
+            f"{where}.mechanism.params.users (registered users: an int >= 1, or one per level "
+            f"for a personalized mechanism) got {users!r}"
+        )
+    if 2 * (stream.round_s + stream.release_timeout_s) >= stream.slot_s:
+        raise ConfigError(
+            f"{where}: two rounds must fit in a slot: 2 * (round_s {stream.round_s} + "
+            f"release_timeout_s {stream.release_timeout_s}) must be < slot_s {stream.slot_s}"
+        )
+
+
+def load_streams(path: Path, env: Mapping[str, str] | None = None) -> tuple[StreamConfig, ...]:
+    """Read and validate the streams file; :class:`ConfigError` names the file and the field."""
+    env = os.environ if env is None else env
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read streams file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("streams"), list) or not doc["streams"]:
+        raise ConfigError(f"{path}: expected a mapping with a non-empty `streams:` list")
+    _keys(str(path), doc, frozenset({"streams"}))
+    streams = tuple(
+        parse_stream(s, f"{path}: streams[{i}]", env) for i, s in enumerate(doc["streams"])
+    )
+    ids = [s.id for s in streams]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{path}: duplicate stream ids in {ids}")
+    return streams

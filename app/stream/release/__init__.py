@@ -1,0 +1,73 @@
+"""The release stage: one agent, one protocol, a driver per mode.
+
+- :mod:`~app.stream.release.entry`: the typed ledger entry and its codec;
+- :mod:`~app.stream.release.protocol`: the numbered slot release protocol (record, persist,
+  publish, mark), written once, with its metrics;
+- :mod:`~app.stream.release.central`: closing slots on the partitions' progress (central mode);
+- :mod:`~app.stream.release.local`: collection rounds and releases (local mode).
+
+:class:`Releaser` is the ``release`` agent's logic: it decodes a ``partials`` value and hands
+it to the driver of its stream's mode. It works on two mappings of ``stream id -> bytes`` (the
+RocksDB-backed tables ``ledger`` and ``slots`` in the worker, dicts in ``tests/stream``) and on
+two coroutines: ``produce(topic, key, value)``, which returns once the broker acknowledged the
+record, and ``persist()``, which returns once every table changelog write so far is
+acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, MutableMapping
+
+from app.stream.config import Settings
+from app.stream.errors import ConfigError
+from app.stream.records import decode_internal
+from app.stream.release.central import CentralDriver
+from app.stream.release.entry import LedgerEntry
+from app.stream.release.local import LocalDriver
+from app.stream.release.protocol import Persist, Produce, Publisher, StateMismatch
+from app.stream.topics import Topics
+
+__all__ = ["LedgerEntry", "Publisher", "Releaser", "StateMismatch"]
+
+log = logging.getLogger(__name__)
+
+
+class Releaser:
+    """The ``release`` agent's logic; see the package docstring."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        topics: Topics,
+        ledger: MutableMapping[str, bytes],
+        slots: MutableMapping[str, bytes],
+        produce: Produce,
+        persist: Persist,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.publisher = Publisher(settings, topics, ledger, produce, persist)
+        self.central = CentralDriver(self.publisher, slots, clock)
+        self.local = LocalDriver(self.publisher, slots, clock)
+        self.failed: dict[str, str] = {}
+        """Streams the agent refuses to serve, with the one-line reason (``/readyz`` shows it)."""
+
+    async def on_message(self, raw: bytes) -> None:
+        """Handle one ``partials`` value (a partial, a tally or a tick)."""
+        msg = decode_internal(raw)
+        sid = str(msg.get("stream"))
+        try:
+            stream = self.settings.stream(sid)
+        except ConfigError:  # a stream removed from the config: nothing to do
+            log.warning("partial for unconfigured stream stream=%s", sid)
+            return
+        if sid in self.failed:
+            return
+        driver = self.local if stream.local else self.central
+        try:
+            await driver.on_message(stream, msg)
+        except StateMismatch as exc:
+            self.failed[sid] = str(exc)
+            log.error("%s", exc)

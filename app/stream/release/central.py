@@ -1,0 +1,185 @@
+"""The central driver: merge partials, close slots on the partitions' progress, step, release.
+
+The collect stage sends, per events partition, one *partial* per closed slot (counts per
+group) and, several times a slot, a *tick* carrying the partition's progress: the event time up
+to which it holds everything (:mod:`app.stream.collect`). Slot ``s`` is complete when every
+partition of ``events`` has either sent its partial for ``s`` or reported progress past
+``s``'s end plus grace (partials precede ticks on the stream's ``partials`` partition). It is
+then released at once, in order, empty or not.
+
+A slot that is not complete is forced closed, with zeros for the missing partitions, counted in
+``dpstream_slot_timeouts_total`` and logged, only when
+
+* every missing partition has been *silent* (no partial, no tick) for ``release_timeout_s``
+  (its worker is gone and no other took it over yet), or
+* it has waited ``max_delay_s`` for partitions that are alive but behind (overload: the
+  release is late, the lag shows on ``dpstream_consumer_lag_seconds``, and past this bound the
+  backlog of those partitions is shed as late).
+
+Both waits count from the slot's due time, or from the moment this process started hearing
+the stream (after a restart, or after a silence of :data:`SILENCE_S`, e.g. a broker outage),
+whichever is later: a restart or an outage never turns replayed slots into timeouts. A partial
+for a slot already released counts in ``dpstream_late_partials_total`` and is dropped.
+
+A stream's first release is the last slot closable at the moment the driver first hears of it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+import numpy as np
+
+from app import metrics
+from app.stream.config import StreamConfig
+from app.stream.records import pack, unpack
+from app.stream.release.entry import LedgerEntry
+from app.stream.release.protocol import Publisher
+
+log = logging.getLogger(__name__)
+
+SILENCE_S = 5.0
+"""No message of a stream for this long (the collect stage ticks several times a second) means
+the agent could not hear it (outage, pause): waits restart when it hears it again."""
+
+
+class CentralDriver:
+    """Slot closing and release of ``mode: central`` streams; see the module docstring."""
+
+    def __init__(
+        self,
+        publisher: Publisher,
+        slots: MutableMapping[str, bytes],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.pub = publisher
+        self.slots = slots
+        self.clock = clock
+        self.start_slot: dict[str, int] = {}
+        self.woke: dict[str, float] = {}
+        self._last_message: dict[str, float] = {}
+        self._heard: dict[str, dict[int, float]] = {}
+        self._progress: dict[str, dict[int, float]] = {}
+
+    async def on_message(self, stream: StreamConfig, msg: dict[str, Any]) -> None:
+        """Handle one ``partials`` value of a central stream, then release what is complete."""
+        sid, now = stream.id, self.clock()
+        last = self._last_message.get(sid)
+        if last is None or now - last > SILENCE_S:
+            self.woke[sid] = now
+        self._last_message[sid] = now
+        entry = self.pub.read(sid)
+        if entry is not None:
+            await self.pub.recover(stream, entry)
+        heard = self._heard.setdefault(sid, {})
+        progress = self._progress.setdefault(sid, {})
+        if msg.get("kind") == "tick":
+            for p, t in msg["progress"].items():
+                heard[int(p)] = now
+                progress[int(p)] = max(progress.get(int(p), -math.inf), float(t))
+        next_slot = self._next_slot(stream, entry, now)
+        if msg.get("kind") == "partial":
+            heard[int(msg["partition"])] = now
+            self._merge(stream, msg, next_slot)
+        partitions = int(msg.get("partitions", 1))
+        if len(progress) >= partitions:
+            metrics.WATERMARK.labels(sid).set(min(progress.values()))
+        await self._close_due(stream, partitions, now)
+
+    # -- state --------------------------------------------------------------------------------
+    def _next_slot(self, stream: StreamConfig, entry: LedgerEntry | None, now: float) -> int:
+        if entry is not None and entry.next_slot is not None:
+            return entry.next_slot
+        if stream.id not in self.start_slot:
+            seen = self._progress.get(stream.id, {})
+            clock = max(seen.values()) if stream.clock == "event" and seen else now
+            self.start_slot[stream.id] = stream.slots.last_closable(clock)
+        return self.start_slot[stream.id]
+
+    def _open(self, sid: str) -> dict[int, dict[str, Any]]:
+        raw = self.slots.get(sid)
+        return {int(k): v for k, v in unpack(raw).items()} if raw is not None else {}
+
+    def _merge(self, stream: StreamConfig, msg: dict[str, Any], next_slot: int) -> None:
+        slot, part, counts = int(msg["slot"]), int(msg["partition"]), msg["counts"]
+        if slot < next_slot:
+            metrics.LATE_PARTIALS.labels(stream.id).inc()
+            return
+        if len(counts) != len(stream.levels) * stream.d:
+            log.error("partial with wrong shape stream=%s slot=%d", stream.id, slot)
+            return
+        open_slots = self._open(stream.id)
+        cur = open_slots.setdefault(slot, {"counts": [0] * len(counts), "parts": []})
+        if part in cur["parts"]:
+            return  # a replayed partial: the first one per (slot, partition) wins
+        cur["counts"] = [a + b for a, b in zip(cur["counts"], counts, strict=True)]
+        cur["parts"].append(part)
+        self.slots[stream.id] = pack(open_slots)
+
+    # -- closing ------------------------------------------------------------------------------
+    def _missing(self, stream: StreamConfig, slot: int, partitions: int) -> list[int]:
+        """Partitions that neither sent ``slot``'s partial nor passed its due time."""
+        cur = self._open(stream.id).get(slot)
+        sent = set(cur["parts"]) if cur is not None else set()
+        progress = self._progress.get(stream.id, {})
+        due = stream.slots.due(slot)
+        return [
+            p for p in range(partitions) if p not in sent and progress.get(p, -math.inf) < due
+        ]
+
+    def _forced(self, stream: StreamConfig, slot: int, missing: list[int], now: float) -> bool:
+        """Whether to close ``slot`` without ``missing`` (see the module docstring)."""
+        since = self.woke[stream.id]
+        if stream.clock == "wall":
+            since = max(since, stream.slots.due(slot))
+        heard = self._heard.get(stream.id, {})
+        silent = all(now - heard.get(p, -math.inf) >= stream.release_timeout_s for p in missing)
+        return (silent and now >= since + stream.release_timeout_s) or (
+            now >= since + stream.max_delay_s
+        )
+
+    async def _close_due(self, stream: StreamConfig, partitions: int, now: float) -> None:
+        while True:
+            entry = self.pub.read(stream.id)
+            slot = self._next_slot(stream, entry, now)
+            missing = self._missing(stream, slot, partitions)
+            if missing:
+                if not self._forced(stream, slot, missing, now):
+                    return
+                metrics.SLOT_TIMEOUTS.labels(stream.id).inc()
+                log.warning("slot closed without partitions stream=%s slot=%d missing=%s",
+                            stream.id, slot, missing)  # fmt: skip
+            await self.release_slot(stream, slot, entry)
+
+    async def release_slot(
+        self, stream: StreamConfig, slot: int, entry: LedgerEntry | None
+    ) -> None:
+        """Release ``slot`` exactly once (:mod:`app.stream.release.protocol`, steps 1-5)."""
+        sid = stream.id
+        # 1. Compute.
+        mech = self.pub.mechanism(stream, entry)
+        open_slots = self._open(sid)
+        cur = open_slots.pop(slot, None)
+        shape = (len(stream.levels), stream.d)
+        counts = (
+            np.zeros(shape, dtype=np.int64)
+            if cur is None
+            else np.asarray(cur["counts"], dtype=np.int64).reshape(shape)
+        )
+        started = time.perf_counter()
+        population = [lv.population for lv in stream.levels]  # public: never the slot's counts
+        rel = mech.step(counts, self.pub.rng(stream, slot), population)  # type: ignore[attr-defined]
+        metrics.STEP_SECONDS.labels(sid, stream.mechanism).observe(time.perf_counter() - started)
+        if stream.clock == "wall":
+            lag = self.clock() - stream.slots.due(slot)
+            metrics.SLOT_CLOSE_LAG.labels(sid).observe(max(0.0, lag))
+
+        def leave_open_set() -> None:  # part of step 2, right after the ledger entry
+            if cur is not None:
+                self.slots[sid] = pack(open_slots)
+
+        await self.pub.release(stream, mech, entry or LedgerEntry(), slot, rel, leave_open_set)

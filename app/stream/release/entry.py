@@ -1,0 +1,63 @@
+"""The ledger entry: what the ``ledger`` table holds per stream, typed, with its codec.
+
+One entry per stream, rewritten at every step of the slot release protocol
+(:mod:`app.stream.release.protocol`). It is the proof of what was spent and published:
+
+- ``state``: the mechanism's state envelope (``Mechanism.state_dict()``), which refuses to load
+  into a mechanism built with other parameters;
+- ``next_slot``: the first slot not released yet;
+- ``outbox``: the encoded records of the last step, ``(topic role, value)`` pairs in the order
+  they are produced (a release and its audit record; a period mechanism may add several
+  releases at once); ``published`` says whether the broker acknowledged all of them;
+- ``recent``: the last releases, for ``dpstream ledger show``;
+- local mode: ``offset`` (wall slot = ``offset`` + mechanism slot), ``request`` (the encoded
+  pending collection request, or None), ``sent`` and ``deadline``.
+
+>>> e = LedgerEntry(state={"t": 1}, next_slot=5, outbox=[("releases", b"r")])
+>>> LedgerEntry.decode(e.encode()) == e
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from app.stream.records import pack, unpack
+
+ROLES = ("releases", "audit", "collection-requests")
+"""Topic roles an outbox may name (:class:`~app.stream.topics.Topics` resolves them)."""
+
+
+@dataclass
+class LedgerEntry:
+    """One stream's ledger entry; see the module docstring."""
+
+    state: dict[str, Any] | None = None
+    next_slot: int | None = None
+    outbox: list[tuple[str, bytes]] = field(default_factory=list)
+    published: bool = True
+    recent: list[Any] = field(default_factory=list)
+    offset: int | None = None
+    request: bytes | None = None
+    sent: bool = True
+    deadline: float = 0.0
+    seq: int = 0
+    """Bumped at every write: the driver's cached mechanism is valid while it matches."""
+
+    def encode(self) -> bytes:
+        out = asdict(self)
+        out["outbox"] = [[role, value] for role, value in self.outbox]
+        return pack(out)
+
+    @classmethod
+    def decode(cls, raw: bytes) -> LedgerEntry:
+        data = unpack(raw)
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["outbox"] = [(str(role), bytes(value)) for role, value in data.get("outbox", [])]
+        return cls(**known)
+
+    def record(self, role: str) -> bytes | None:
+        """The last value of the outbox for ``role`` (e.g. the last release), if any."""
+        found = [value for r, value in self.outbox if r == role]
+        return found[-1] if found else None

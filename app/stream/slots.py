@@ -1,0 +1,46 @@
+"""The slot clock: which slot a time falls in, where a slot starts and ends, what may close.
+
+One :class:`SlotClock` per stream (``StreamConfig.slots``) is the only place slot arithmetic is
+written; the collect stage, both release drivers and the wire records all go through it.
+
+Slot ``s`` covers ``[s * slot_s, (s + 1) * slot_s)`` in Unix seconds. A slot may close once
+the time that proves it complete (an event-time watermark, or the wall clock) has passed its
+end plus ``grace_s``.
+
+>>> c = SlotClock(slot_s=2.0, grace_s=0.5)
+>>> c.slot_of(10.0), c.start(5), c.end(5)
+(5, 10.0, 12.0)
+>>> c.last_closable(12.4), c.last_closable(12.5)
+(4, 5)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SlotClock:
+    """Slot arithmetic of one stream; see the module docstring."""
+
+    slot_s: float
+    grace_s: float = 0.0
+
+    def slot_of(self, ts: float) -> int:
+        """The slot holding time ``ts``."""
+        return math.floor(ts / self.slot_s)
+
+    def start(self, slot: int) -> float:
+        return slot * self.slot_s
+
+    def end(self, slot: int) -> float:
+        return (slot + 1) * self.slot_s
+
+    def due(self, slot: int) -> float:
+        """The time at which ``slot`` may close: its end plus the grace period."""
+        return self.end(slot) + self.grace_s
+
+    def last_closable(self, now: float) -> int:
+        """The last slot whose end plus grace is at or before ``now``."""
+        return math.floor((now - self.grace_s) / self.slot_s) - 1
