@@ -122,10 +122,10 @@ def test_one_release_per_slot_with_true_counts(kafka, worker_factory, tmp_path: 
         assert a["spent_by_group"] == by_slot[a["slot"]]["spent_by_group"]
     settings = load_settings(env={**worker.env, "DPSTREAM_CONFIG": str(config)})
     entry = read_ledger(settings, "web")
-    assert entry is not None and entry["published"]
-    assert entry["next_slot"] == slots[-1] + 1
-    assert msgpack.unpackb(entry["audit"]) == audits[-1]
-    assert entry["record"] == kafka.read(prefix + "releases", idle_s=0.5)[-1].value()
+    assert entry is not None and entry.published
+    assert entry.next_slot == slots[-1] + 1
+    assert msgpack.unpackb(entry.record("audit")) == audits[-1]
+    assert entry.record("releases") == kafka.read(prefix + "releases", idle_s=0.5)[-1].value()
 
     # Metrics: epsilon spent grows with every closed slot; Uniform spends eps / w per slot, so
     # the strict level's full window of w = 3 slots holds all of its eps (the gauge covers the
