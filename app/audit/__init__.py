@@ -13,12 +13,28 @@ to catch real bugs. ``dpstream audit`` (:mod:`~app.audit.cli`) runs it all
 A lower bound at or below the claim is *not* a proof of privacy: it says this auditor, with this
 many trials, found no event violating the claim. A bound above the claim is a proof (at the
 stated confidence) that the implementation is not ``eps``-DP for that pair.
+
+The names below load on first use (PEP 562), so registering the ``audit`` verb imports no
+SciPy and ``dpstream --help`` stays fast.
 """
 
 from __future__ import annotations
 
-from app.audit.run import run_audit
-from app.audit.runners import ADAPTERS, QUICK, Settings
-from app.audit.verdict import Verdict
+import importlib
+from typing import Any
 
 __all__ = ["ADAPTERS", "QUICK", "Settings", "Verdict", "run_audit"]
+
+_HOMES = {
+    "ADAPTERS": "app.audit.runners",
+    "QUICK": "app.audit.runners",
+    "Settings": "app.audit.runners",
+    "Verdict": "app.audit.verdict",
+    "run_audit": "app.audit.run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)

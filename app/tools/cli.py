@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -121,10 +122,22 @@ def _add_producer_arguments(p: argparse.ArgumentParser, config_help: str) -> Non
     add_broker_timeout(p)
 
 
+def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``dpstream bench throughput`` (here, so ``--help`` imports no numpy)."""
+    parser.add_argument("--events", type=int, default=300_000, help="events to push through")
+    parser.add_argument("--users", type=int, default=50_000, help="distinct users")
+    parser.add_argument("--slots", type=int, default=10, help="slots the events fall into")
+    parser.add_argument("--slot-s", type=float, default=1.0, help="slot length in seconds")
+    parser.add_argument(
+        "--broker",
+        default=os.environ.get("DPSTREAM_BROKER"),
+        help="bootstrap servers (default $DPSTREAM_BROKER, else an embedded Tansu)",
+    )
+    parser.add_argument("--skip-bare", action="store_true", help="skip the bare-client loops")
+
+
 def register(subparsers: Any) -> None:
     """Add the tools' verbs to the ``dpstream`` parser (after :mod:`app.bench.cli`)."""
-    from app.tools.throughput import add_throughput_arguments
-
     config_help = "streams YAML (default: $DPSTREAM_CONFIG, else the packaged demo file)"
     p = subparsers.add_parser(
         "demo",
@@ -160,7 +173,7 @@ def register(subparsers: Any) -> None:
         "throughput",
         help="events/s through the worker against bare consumer loops, on a real broker",
     )
-    add_throughput_arguments(throughput)
+    _add_throughput_arguments(throughput)
     add_broker_timeout(throughput)
     throughput.set_defaults(func=_throughput)
 

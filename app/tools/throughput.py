@@ -41,20 +41,6 @@ GRACE_S = 0.3
 LABELS = [f"c{i}" for i in range(10)]
 
 
-def add_throughput_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``dpstream bench throughput``."""
-    parser.add_argument("--events", type=int, default=300_000, help="events to push through")
-    parser.add_argument("--users", type=int, default=50_000, help="distinct users")
-    parser.add_argument("--slots", type=int, default=10, help="slots the events fall into")
-    parser.add_argument("--slot-s", type=float, default=1.0, help="slot length in seconds")
-    parser.add_argument(
-        "--broker",
-        default=os.environ.get("DPSTREAM_BROKER"),
-        help="bootstrap servers (default $DPSTREAM_BROKER, else an embedded Tansu)",
-    )
-    parser.add_argument("--skip-bare", action="store_true", help="skip the bare-client loops")
-
-
 def _streams_yaml(slot_s: float) -> str:
     return (
         "streams:\n  - id: bench\n"
