@@ -186,6 +186,9 @@ def unpack(raw: bytes) -> dict[str, Any]:
     return out
 
 
+RELEASE_SCHEMA = 1
+"""Layout version of a ``releases`` record (``topics/releases.yaml``); readers check it."""
+
 RECENT = 20
 """How many recent releases a ledger entry keeps for ``dpstream ledger show``."""
 
@@ -220,6 +223,7 @@ def encode_release(
             "mechanism": rel.mechanism,
             "spent_by_group": spent,
             "version": rel.version,
+            "schema": RELEASE_SCHEMA,
         }
     )
     audit: dict[str, Any] = {

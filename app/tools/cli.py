@@ -113,6 +113,12 @@ def _throughput(args: argparse.Namespace) -> int:
     return run_throughput(args)
 
 
+def _releases_tail(args: argparse.Namespace) -> int:
+    from app.tools.releases import tail
+
+    return tail(args)
+
+
 def _add_producer_arguments(p: argparse.ArgumentParser, config_help: str) -> None:
     """The synthetic producer's options, shared by ``demo`` and ``produce``."""
     p.add_argument("--config", type=Path, help=config_help)
@@ -176,6 +182,31 @@ def register(subparsers: Any) -> None:
     _add_throughput_arguments(throughput)
     add_broker_timeout(throughput)
     throughput.set_defaults(func=_throughput)
+
+    p = subparsers.add_parser("releases", help="read the released histograms")
+    rsub = p.add_subparsers(dest="releases_verb", metavar="ACTION", required=True)
+    t = rsub.add_parser(
+        "tail",
+        help="print a stream's releases as they come: one line (UTC times) or JSON object per "
+        "slot; schema checked, byte-identical duplicates dropped",
+    )
+    t.add_argument("-s", "--stream", required=True, help="stream id")
+    t.add_argument(
+        "--from-beginning",
+        action="store_true",
+        help="start at the oldest retained release (default: the next one published)",
+    )
+    t.add_argument("--json", action="store_true", help="one JSON object per slot")
+    t.add_argument(
+        "--idle-exit",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="exit after S seconds without a new release (default 0: never)",
+    )
+    t.add_argument("--config", type=Path, help=f"{config_help}; gives the labels")
+    add_broker_timeout(t)
+    t.set_defaults(func=_releases_tail)
 
     p = subparsers.add_parser("simulate", help="simulated clients against the broker")
     sub = p.add_subparsers(dest="simulate_verb", metavar="WHAT", required=True)

@@ -1,0 +1,301 @@
+"""Read the public ``releases`` topic: one checked, deduplicated :class:`SlotRelease` per slot.
+
+This is the consumer side of the output a pipeline subscribes to (the record layout is
+``topics/releases.yaml``; the key is the stream id, the value a msgpack map):
+
+- **schema**: a record carries ``schema`` (absent means 1, the layout before the field).
+  :func:`decode_release` refuses a layout newer than :data:`SCHEMA` with
+  :class:`NewerSchemaError` (upgrade the reader: guessing at new fields could misread a
+  histogram), and a record that breaks the layout (undecodable, a field missing or of the wrong
+  type, a histogram that is not a list of numbers) with :class:`BadReleaseError`.
+- **duplicates**: after a crash the service may publish a slot again, byte for byte the same
+  (``topics/releases.yaml``). :class:`Deduplicator` drops such a copy by ``(stream, slot)``; a
+  second copy whose bytes differ would break the service's "released exactly once" guarantee,
+  so it is dropped too, counted as a conflict and logged.
+
+Everything in a release is public (noised, or post-processed from noised values), so printing
+or storing it costs no privacy. Histograms may hold negative or fractional counts: that is the
+noise; clamping at zero and rounding are free post-processing, left to the caller.
+
+>>> import msgpack
+>>> raw = msgpack.packb({"stream": "clicks", "slot": 7, "start": 420.0, "end": 480.0,
+...     "histogram": [3.5, -1.0], "fresh": True, "mechanism": "pba",
+...     "spent_by_group": {"strict": 0.1}, "version": 1})
+>>> r = decode_release(raw)
+>>> r.stream, r.slot, r.histogram, r.schema, r.start_utc
+('clicks', 7, (3.5, -1.0), 1, '1970-01-01 00:07:00Z')
+>>> dedup = Deduplicator()
+>>> dedup.admit(r, raw), dedup.admit(decode_release(raw), raw), dedup.duplicates
+(True, False, 1)
+>>> decode_release(msgpack.packb({**msgpack.unpackb(raw), "schema": 2}))  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+app.client.releases.NewerSchemaError: release record schema 2 is newer than this reader's 1: ...
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+import msgpack
+
+log = logging.getLogger(__name__)
+
+SCHEMA = 1
+"""The newest ``releases`` record layout this reader understands."""
+
+FIELDS: dict[str, tuple[type, ...]] = {
+    "stream": (str,),
+    "slot": (int,),
+    "start": (int, float),
+    "end": (int, float),
+    "histogram": (list,),
+    "fresh": (bool,),
+    "mechanism": (str,),
+    "spent_by_group": (dict,),
+    "version": (int,),
+}
+"""The required fields of ``topics/releases.yaml`` and the Python types msgpack gives them."""
+
+
+class BadReleaseError(ValueError):
+    """A ``releases`` record that does not follow the documented layout."""
+
+
+class NewerSchemaError(ValueError):
+    """A ``releases`` record written in a layout newer than :data:`SCHEMA`."""
+
+
+def _utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class SlotRelease:
+    """One released slot of one stream, as published (all fields public)."""
+
+    stream: str
+    slot: int
+    start: float
+    end: float
+    histogram: tuple[float, ...]
+    fresh: bool
+    mechanism: str
+    spent_by_group: dict[str, float]
+    version: int
+    schema: int
+
+    @property
+    def start_utc(self) -> str:
+        """Slot start as ``YYYY-MM-DD HH:MM:SSZ``."""
+        return _utc(self.start)
+
+    @property
+    def end_utc(self) -> str:
+        """Slot end (exclusive) as ``YYYY-MM-DD HH:MM:SSZ``."""
+        return _utc(self.end)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready map: the record's fields plus the slot's times in UTC."""
+        return {
+            "stream": self.stream,
+            "slot": self.slot,
+            "start": self.start,
+            "end": self.end,
+            "start_utc": self.start_utc,
+            "end_utc": self.end_utc,
+            "histogram": list(self.histogram),
+            "fresh": self.fresh,
+            "mechanism": self.mechanism,
+            "spent_by_group": dict(self.spent_by_group),
+            "version": self.version,
+            "schema": self.schema,
+        }
+
+
+def decode_release(raw: bytes | None) -> SlotRelease:
+    """Check and decode one ``releases`` value (see the module doc for what is refused)."""
+    try:
+        value = msgpack.unpackb(raw or b"", raw=False, strict_map_key=False)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise BadReleaseError(f"not msgpack: {exc}") from None
+    if not isinstance(value, dict):
+        raise BadReleaseError(f"not a map but {type(value).__name__}")
+    schema = value.get("schema", 1)
+    if isinstance(schema, bool) or not isinstance(schema, int) or schema < 1:
+        raise BadReleaseError(f"schema must be an int >= 1, got {schema!r}")
+    if schema > SCHEMA:
+        raise NewerSchemaError(
+            f"release record schema {schema} is newer than this reader's {SCHEMA}: "
+            "upgrade dpstream to read it"
+        )
+    for name, types in FIELDS.items():
+        if name not in value:
+            raise BadReleaseError(f"missing field {name!r}")
+        got = value[name]
+        if not isinstance(got, types) or (isinstance(got, bool) and bool not in types):
+            raise BadReleaseError(f"field {name!r} has type {type(got).__name__}")
+    histogram = value["histogram"]
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in histogram):
+        raise BadReleaseError("histogram holds a value that is not a number")
+    if not all(math.isfinite(x) for x in histogram):
+        raise BadReleaseError("histogram holds a value that is not finite")
+    return SlotRelease(
+        stream=value["stream"],
+        slot=value["slot"],
+        start=float(value["start"]),
+        end=float(value["end"]),
+        histogram=tuple(float(x) for x in histogram),
+        fresh=value["fresh"],
+        mechanism=value["mechanism"],
+        spent_by_group={str(k): float(v) for k, v in value["spent_by_group"].items()},
+        version=value["version"],
+        schema=schema,
+    )
+
+
+@dataclass
+class Deduplicator:
+    """Admit each ``(stream, slot)`` once; remember the last ``memory`` slots seen.
+
+    Duplicates arrive close to their original (a crash republishes the slots it had not
+    committed), so a bounded memory suffices for an endless stream.
+    """
+
+    memory: int = 100_000
+    duplicates: int = 0
+    conflicts: int = 0
+    _seen: OrderedDict[tuple[str, int], bytes] = field(default_factory=OrderedDict, repr=False)
+
+    def admit(self, release: SlotRelease, raw: bytes) -> bool:
+        """True for the first copy of a slot; False (and counted) for any later copy."""
+        key = (release.stream, release.slot)
+        digest = hashlib.sha256(raw).digest()
+        seen = self._seen.get(key)
+        if seen is None:
+            self._seen[key] = digest
+            if len(self._seen) > self.memory:
+                self._seen.popitem(last=False)
+            return True
+        if seen == digest:
+            self.duplicates += 1
+        else:
+            self.conflicts += 1
+            log.warning(
+                "stream %s slot %d published again with different bytes: kept the first copy",
+                release.stream, release.slot,
+            )  # fmt: skip
+        return False
+
+
+class ReleaseReader:
+    """Iterate the released slots of the ``releases`` topic, checked and deduplicated.
+
+    Parameters
+    ----------
+    config
+        confluent-kafka settings: at least ``bootstrap.servers`` (plus SASL/TLS if the broker
+        needs them).
+    topic
+        The releases topic's name (with the deployment's prefix, e.g. ``"releases"``).
+    stream
+        Only this stream's releases (``None``: every stream).
+    from_beginning
+        Start at the oldest retained release instead of the next one published.
+    group_id
+        ``None`` (default): read without a consumer group and commit nothing, like ``tail``.
+        A group id: join that group and commit what was read, so a restarted pipeline goes on
+        where it stopped (``from_beginning`` then only applies when the group has no offset).
+
+    Records that break the layout are skipped with a warning (counted in ``bad``); a record of
+    a newer layout raises :class:`NewerSchemaError` from the iteration.
+
+    Examples
+    --------
+    A pipeline that stores every fresh histogram of the ``clicks`` stream::
+
+        from app.client.releases import ReleaseReader
+
+        with ReleaseReader({"bootstrap.servers": "kafka:9092"}, "releases", stream="clicks",
+                           group_id="my-pipeline", from_beginning=True) as reader:
+            for release in reader:  # blocks; one SlotRelease per slot, in slot order
+                if release.fresh:
+                    store(release.stream, release.start_utc, release.histogram)
+    """
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        topic: str,
+        stream: str | None = None,
+        from_beginning: bool = False,
+        group_id: str | None = None,
+    ) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
+
+        self.topic, self.stream = topic, stream
+        self.dedup = Deduplicator()
+        self.bad = 0
+        settings = {
+            **config,
+            "group.id": group_id or "dpstream-releases-reader",
+            "enable.auto.commit": group_id is not None,
+            "auto.offset.reset": "earliest" if from_beginning else "latest",
+        }
+        self._consumer = Consumer(settings)
+        if group_id is not None:
+            self._consumer.subscribe([topic])
+        else:
+            meta = self._consumer.list_topics(topic, timeout=10).topics[topic]
+            start = OFFSET_BEGINNING if from_beginning else OFFSET_END
+            self._consumer.assign([TopicPartition(topic, p, start) for p in meta.partitions])
+
+    def poll(self, timeout_s: float = 1.0) -> SlotRelease | None:
+        """The next new release, or ``None`` if none came within ``timeout_s``."""
+        msg = self._consumer.poll(timeout_s)
+        if msg is None or msg.error():
+            return None
+        raw = msg.value() or b""
+        if self.stream is not None and msg.key() != self.stream.encode():
+            return None
+        try:
+            release = decode_release(raw)
+        except BadReleaseError as exc:
+            self.bad += 1
+            log.warning(
+                "skipped a bad release at %s[%d]@%d: %s",
+                msg.topic(), msg.partition(), msg.offset(), exc,
+            )  # fmt: skip
+            return None
+        if self.stream is not None and release.stream != self.stream:
+            return None
+        return release if self.dedup.admit(release, raw) else None
+
+    def __iter__(self) -> Iterator[SlotRelease]:
+        while True:
+            release = self.poll()
+            if release is not None:
+                yield release
+
+    def close(self) -> None:
+        """Leave the group (if any) and close the connection."""
+        self._consumer.close()
+
+    def __enter__(self) -> ReleaseReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
