@@ -9,8 +9,9 @@ goes through the same gap, never a reset without one.
 The rule that keeps every window of both levels within budget: after a change from level
 ``a`` to level ``b`` effective at slot ``e``, the user's events in slots
 ``[e, e + max(w_a, w_b))`` are not counted (``level_change``). A slot counted under ``a``
-(before ``e``) and one counted under ``b`` (from ``e + max(w_a, w_b)`` on) are then at least
-``max(w_a, w_b)`` slots apart, so no window of either level holds both. Every change keeps its
+(before ``e``) and one counted under ``b`` (from ``e + max(w_a, w_b)`` on) are then more than
+``max(w_a, w_b)`` slots apart (one slot of margin), so no window of either level holds both
+(``tests/stream/test_preferences_property.py`` checks it on hostile records). Every change keeps its
 own gap, so a user flipping levels every slot is never counted while it flips.
 
 Changes are kept as a short history per user (:data:`KEEP_CHANGES`), because the level of a
