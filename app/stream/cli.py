@@ -54,14 +54,16 @@ def _kafka_error(exc: BaseException) -> str:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    """Pre-flight in this order: settings, noise key, broker; then the worker."""
+    """Pre-flight in this order: settings, noise key, broker, stored ledgers; then the worker."""
     from app.stream.kafka import probe, probe_timeout_s
+    from app.stream.ledger_view import check_ledgers
     from app.stream.worker import run
 
     try:
         settings = _settings(args)
         settings.require_noise_key()
         probe(settings, args.broker_timeout or probe_timeout_s())
+        check_ledgers(settings)
     except ServiceError as exc:
         _fail("worker", exc)
         return EXIT_CONFIG

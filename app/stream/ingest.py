@@ -148,10 +148,22 @@ class IngestService(BatchConsumer):
             if not at_end and part.max_ts > -math.inf:
                 lag = max(lag, wall - part.max_ts)
         collector.observe_silence(wall, GAP_S)
-        self.connected = any(
-            wall - p.fetched_at <= GAP_S for p in collector.partitions.values()
-        ) or not collector.partitions
         metrics.CONSUMER_LAG_SECONDS.labels(self.source).set(lag)
+
+    @Service.timer(0.5)
+    async def _watch_connection(self) -> None:
+        """``connected``: a fetch response came within :data:`GAP_S` for some partition.
+
+        A timer of its own, read from the consumer's fetch timestamps, because the loop itself
+        can be held up while the broker is gone (waiting for acknowledgements before a commit).
+        """
+        consumer = self._consumer
+        if consumer is None:
+            return
+        polled = [consumer.last_poll_timestamp(tp) for tp in consumer.assignment()]
+        if polled:
+            latest = max((p for p in polled if p is not None), default=0) / 1000
+            self.connected = time.time() - latest <= GAP_S
 
     async def _check_caught_up(self) -> None:
         assert self._consumer is not None

@@ -16,6 +16,7 @@ from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config
 from app.stream.records import unpack
 from app.stream.release.entry import LedgerEntry
+from app.stream.release.protocol import continued
 from app.stream.topics import load_topics
 
 
@@ -23,6 +24,11 @@ def read_ledger(
     settings: Settings, stream_id: str, timeout_s: float = 10.0
 ) -> LedgerEntry | None:
     """The last ledger entry of ``stream_id`` in the changelog, or ``None``."""
+    return read_ledgers(settings, timeout_s).get(stream_id)
+
+
+def read_ledgers(settings: Settings, timeout_s: float = 10.0) -> dict[str, LedgerEntry]:
+    """The last ledger entry of every stream in the changelog (one pass over it)."""
     from confluent_kafka import Consumer, TopicPartition
 
     topic = load_topics(settings.topic_prefix).name("ledger-changelog")
@@ -31,11 +37,10 @@ def read_ledger(
             settings, **{"group.id": "dpstream-ledger-show", "enable.auto.commit": False}
         )
     )
-    want = json.dumps(stream_id).encode()
-    entry: LedgerEntry | None = None
+    entries: dict[str, LedgerEntry] = {}
     try:
-        meta = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
-        for p in meta.partitions:
+        meta = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        for p in meta.partitions if meta is not None else ():
             lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
             if hi <= lo:
                 continue
@@ -45,16 +50,29 @@ def read_ledger(
                 msg = consumer.poll(timeout_s)
                 if msg is None:
                     break
-                if msg.error():
+                if msg.error() or msg.key() is None:
                     continue
                 pos = (msg.offset() or 0) + 1
-                if msg.key() == want:
-                    value = msg.value()
-                    raw = base64.b64decode(json.loads(value)) if value else None
-                    entry = LedgerEntry.decode(raw) if raw else None
+                sid = json.loads(msg.key() or b'""')
+                value = msg.value()
+                raw = base64.b64decode(json.loads(value)) if value else None
+                if raw:
+                    entries[sid] = LedgerEntry.decode(raw)
+                else:
+                    entries.pop(sid, None)
     finally:
         consumer.close()
-    return entry
+    return entries
+
+
+def check_ledgers(settings: Settings, timeout_s: float = 10.0) -> None:
+    """Refuse to start (:class:`~app.stream.release.protocol.StateMismatch`, one line) when a
+    configured stream's stored ledger was written by another mechanism or other parameters."""
+    entries = read_ledgers(settings, timeout_s)
+    for stream in settings.streams:
+        entry = entries.get(stream.id)
+        if entry is not None and entry.state is not None:
+            continued(stream, entry.state)
 
 
 def render(stream: StreamConfig, entry: LedgerEntry) -> str:

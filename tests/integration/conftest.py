@@ -138,7 +138,7 @@ class WorkerProcess:
             with urllib.request.urlopen(url, timeout=timeout_s) as r:  # noqa: S310
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as exc:
-            return exc.code, ""
+            return exc.code, exc.read().decode(errors="replace")
         except OSError:
             return 0, ""
 

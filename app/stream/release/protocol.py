@@ -35,6 +35,7 @@ from app.dp.errors import StateMismatchError
 from app.dp.mechanism import Mechanism
 from app.dp.noise import keyed_rng
 from app.dp.types import Release
+from app.stream import status
 from app.stream.config import Settings, StreamConfig
 from app.stream.errors import ConfigError
 from app.stream.records import encode_release
@@ -55,6 +56,20 @@ class StateMismatch(ConfigError):
     serving it for ``max w`` slots (remove it from the file) and bring it back under a new id;
     see docs/service.md, "Changing a stream".
     """
+
+
+def continued(stream: StreamConfig, state: dict[str, Any]) -> Mechanism:
+    """The stream's configured mechanism continued from a ledger's ``state``;
+    :class:`StateMismatch` if that state was written by another configuration."""
+    mech = stream.build_mechanism()
+    try:
+        mech.load_state(state)
+    except StateMismatchError as exc:
+        raise StateMismatch(
+            f"stream {stream.id}: its ledger does not match the configuration ({exc}); "
+            "see docs/service.md, 'Changing a stream'"
+        ) from None
+    return mech
 
 
 class Publisher:
@@ -103,15 +118,7 @@ class Publisher:
             return stream.build_mechanism()
         cached = self._cache.get(stream.id)
         if cached is None or cached[0] != entry.seq:
-            mech = stream.build_mechanism()
-            try:
-                mech.load_state(entry.state)
-            except StateMismatchError as exc:
-                raise StateMismatch(
-                    f"stream {stream.id}: its ledger does not match the configuration ({exc}); "
-                    "see docs/service.md, 'Changing a stream'"
-                ) from None
-            cached = self._cache[stream.id] = (entry.seq, mech)
+            cached = self._cache[stream.id] = (entry.seq, continued(stream, entry.state))
         return cached[1]
 
     # -- 2-5. record, persist, publish, mark ----------------------------------------------------
@@ -185,7 +192,10 @@ class Publisher:
         metrics.SLOT_SECONDS.labels(sid).set(stream.slot_s)
         if entry.next_slot is not None:
             metrics.LAST_RELEASED_SLOT.labels(sid).set(entry.next_slot - 1)
-        for name, spend in zip(stream.level_names, mech.window_report(), strict=True):
+        window = mech.window_report()
+        for name, spend in zip(stream.level_names, window, strict=True):
             metrics.WINDOW_BUDGET_SPENT.labels(sid, name).set(float(spend.spent))
             metrics.WINDOW_BUDGET_FRACTION.labels(sid, name).set(spend.fraction)
             metrics.GROUP_EPSILON.labels(sid, name).set(spend.eps)
+        published = dict(entry.outbox).get("releases") if entry.published else None
+        status.remember(stream, published, window)  # the status page's ring and budget
