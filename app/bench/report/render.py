@@ -264,6 +264,10 @@ def _header(done: Done, items: Sequence[Claim], command: str, total_s: float,
         f"within {MAGNITUDE_TOLERANCE:g} points where it gives one), partly (direction holds at "
         "most points or everywhere but with another magnitude), **disagree**, not run.",
         "",
+        "Neighbouring relation: **add-remove**, as in the papers (noise calibrated to a "
+        "histogram sensitivity of 1); the service's default, `replace`, draws twice the noise "
+        "for the same eps (README, 'What is protected').",
+        "",
         machine_line(machine),
         "",
         f"Summary: {counts[Verdict.AGREE]} agree, {counts[Verdict.PARTLY]} partly, "
