@@ -1,4 +1,5 @@
-"""The worker's operator HTTP surface: ``/metrics``, ``/healthz`` and ``/readyz`` on one port.
+"""The worker's operator HTTP surface: ``/metrics``, ``/healthz``, ``/readyz``, and the status
+page ``/`` and budget view ``/budget`` (:mod:`app.stream.status`) on one port.
 
 It is its own small aiohttp service, started before the Faust app, so ``/healthz`` answers
 while tables recover. ``/readyz`` answers 200 only while nothing is wrong: the collect
@@ -20,6 +21,7 @@ from mode import Service
 from prometheus_client import generate_latest
 
 from app.metrics import DATA_REGISTRY, DEAD_LETTERS, READY, REGISTRY
+from app.stream import status
 from app.stream.records import REASONS
 
 log = logging.getLogger(__name__)
@@ -67,11 +69,15 @@ class HttpService(Service):
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/", status.page)
+        app.router.add_get("/budget", status.budget)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.bind, self.port).start()
         log.info(
-            "http listening bind=%s port=%d paths=/metrics,/healthz,/readyz", self.bind, self.port
+            "http listening bind=%s port=%d paths=/metrics,/healthz,/readyz,/,/budget",
+            self.bind,
+            self.port,
         )
 
     async def on_stop(self) -> None:

@@ -38,9 +38,7 @@ def format_line(release: SlotRelease, labels: tuple[str, ...] | None = None) -> 
     web slot 29 1970-01-01 00:29:00Z..00:30:00Z repeat pba | news=3.2 sports=-1.0 | spent strict=0
     """
     names = labels if labels and len(labels) == len(release.histogram) else None
-    hist = " ".join(
-        f"{names[i] if names else i}={x:.1f}" for i, x in enumerate(release.histogram)
-    )
+    hist = " ".join(f"{names[i] if names else i}={x:.1f}" for i, x in enumerate(release.histogram))
     spent = " ".join(f"{k}={v:.4g}" for k, v in release.spent_by_group.items())
     kind = "fresh " if release.fresh else "repeat"
     return (

@@ -1,0 +1,68 @@
+"""The budget view of one stream as plain JSON: ``ledger show --json`` and ``GET /budget``.
+
+For each level: the ``(w, eps)`` of the ledger that accounts for it (its own for personalized
+mechanisms, the strictest pair for the others), what it spent in the window of ``w`` slots
+ending at the last released slot (exact fraction and float), that as a fraction of ``eps``,
+and the window's clock times in UTC. The budget of the window's oldest slot is free again
+once the next slot is released. Budgets are public (they depend on the configuration and the
+mechanism's released decisions), so this view may leave the service.
+
+>>> from fractions import Fraction
+>>> from app.dp.types import WindowSpend
+>>> from app.stream.config import load_streams, DEFAULT_STREAMS
+>>> stream = load_streams(DEFAULT_STREAMS)[0]
+>>> view = budget_json(stream, [WindowSpend(3, 1.0, Fraction(1, 4))] * len(stream.levels), 10)
+>>> level = view["levels"][0]
+>>> level["w"], level["window_spent"], level["window_spent_exact"], level["fraction"]
+(3, 0.25, '1/4', 0.25)
+>>> level["window_first_slot"], level["window_start_utc"] == utc(stream.slots.start(8))
+(8, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from app.dp.types import WindowSpend
+from app.stream.config import StreamConfig
+
+
+def utc(ts: float) -> str:
+    """Unix seconds as ISO 8601 UTC, to the second: ``2026-11-23T12:01:00Z``."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def budget_json(
+    stream: StreamConfig, window: Sequence[WindowSpend], last_slot: int | None
+) -> dict[str, Any]:
+    """The stream's window budget per level (``window``: the mechanism's ``window_report()``,
+    one entry per level in level order; ``last_slot``: the last released slot, if any)."""
+    levels = []
+    for level, spend in zip(stream.levels, window, strict=True):
+        row: dict[str, Any] = {
+            "level": level.name,
+            "w": spend.w,
+            "eps": spend.eps,
+            "window_spent": float(spend.spent),
+            "window_spent_exact": f"{spend.spent.numerator}/{spend.spent.denominator}",
+            "fraction": spend.fraction,
+        }
+        if last_slot is not None:
+            first = last_slot - spend.w + 1
+            row["window_first_slot"] = first
+            row["window_start_utc"] = utc(stream.slots.start(first))
+            row["window_end_utc"] = utc(stream.slots.end(last_slot))
+        levels.append(row)
+    out: dict[str, Any] = {
+        "stream": stream.id,
+        "mechanism": stream.mechanism,
+        "slot_s": stream.slot_s,
+        "last_slot": last_slot,
+        "levels": levels,
+    }
+    if last_slot is not None:
+        out["last_slot_start_utc"] = utc(stream.slots.start(last_slot))
+        out["last_slot_end_utc"] = utc(stream.slots.end(last_slot))
+    return out

@@ -1,0 +1,258 @@
+"""The worker's live status page (``GET /``) and budget view (``GET /budget``).
+
+The release protocol calls :func:`remember` each time it reports a stream's ledger (at start
+and after every published release, :meth:`app.stream.release.protocol.Publisher.report`); this
+module keeps the last :data:`RING` releases of each stream in memory, with the stream's window
+budget per level. A stream shows from its first report by this worker process.
+
+``GET /budget`` is :func:`app.stream.budget_view.budget_json` for every stream (the same
+figures as ``dpstream ledger show --json``). ``GET /`` is one self-contained HTML page (inline
+SVG and CSS, no script, nothing fetched; it reloads itself every 5 s): per stream, the last
+slots' released histograms as a bar chart (fresh releases in blue, repeated ones in grey), how
+many were fresh or repeated, and the window budget per level as bars; then the consumer lag
+per topic and the dead letters by reason, read from the worker's own metrics.
+
+Everything shown is public or an operator figure that ``/metrics`` already exposes: released
+(noised) histograms, budgets, lag, rejected-message counts. No exact count of the data (events
+accepted, late or duplicate) appears here, whatever ``DPSTREAM_EXPOSE_DATA_COUNTS`` says.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from app.dp.types import WindowSpend
+from app.metrics import REGISTRY
+from app.stream.budget_view import budget_json, utc
+from app.stream.config import StreamConfig
+from app.stream.records import unpack
+
+RING = 12
+"""Releases kept per stream for the page."""
+
+FRESH_COLOR = "#1f77b4"
+REPEAT_COLOR = "#a0a0a0"
+BUDGET_COLOR = "#ff7f0e"
+BUDGET_HIGH_COLOR = "#d62728"
+BUDGET_HIGH = 0.9
+"""A level whose window is at least this fraction spent is drawn in :data:`BUDGET_HIGH_COLOR`."""
+
+REFRESH_S = 5
+
+
+@dataclass
+class _Stream:
+    config: StreamConfig
+    window: Sequence[WindowSpend]
+    last_slot: int | None
+    releases: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RING))
+
+
+_lock = threading.Lock()
+_streams: dict[str, _Stream] = {}
+
+
+def remember(stream: StreamConfig, record: bytes | None, window: Sequence[WindowSpend]) -> None:
+    """Keep ``record`` (a ``releases`` value, or ``None``) and the stream's window budget.
+
+    ``window`` is the mechanism's ``window_report()`` after that release. A slot seen again
+    (re-published after a restart) replaces its earlier copy.
+    """
+    release = unpack(record) if record is not None else None
+    with _lock:
+        state = _streams.get(stream.id)
+        if state is None:
+            state = _streams[stream.id] = _Stream(stream, window, None)
+        state.config, state.window = stream, window
+        if release is None:
+            return
+        slot = int(release["slot"])
+        kept = [r for r in state.releases if r["slot"] != slot]
+        state.releases.clear()
+        state.releases.extend(sorted([*kept, release], key=lambda r: int(r["slot"])))
+        state.last_slot = max(slot, state.last_slot if state.last_slot is not None else slot)
+
+
+def forget() -> None:
+    """Drop everything remembered (tests)."""
+    with _lock:
+        _streams.clear()
+
+
+def budget_document() -> dict[str, Any]:
+    """The ``GET /budget`` body."""
+    with _lock:
+        streams = [budget_json(s.config, s.window, s.last_slot) for s in _streams.values()]
+    return {"as_of_utc": utc(time.time()), "streams": streams}
+
+
+async def budget(request: web.Request) -> web.Response:
+    """``GET /budget``: the window budget of every stream as JSON."""
+    return web.Response(
+        text=json.dumps(budget_document(), indent=1) + "\n", content_type="application/json"
+    )
+
+
+async def page(request: web.Request) -> web.Response:
+    """``GET /``: the status page."""
+    return web.Response(text=render_page(), content_type="text/html", charset="utf-8")
+
+
+# -- the page -----------------------------------------------------------------------------------
+def _samples(family_name: str) -> list[tuple[dict[str, str], float]]:
+    """The samples of one metric family of the worker's registry (labels, value)."""
+    for family in REGISTRY.collect():
+        if family.name == family_name:
+            return [
+                (dict(s.labels), s.value) for s in family.samples if not s.name.endswith("_created")
+            ]
+    return []
+
+
+def render_page() -> str:
+    """The whole page as HTML (see the module docstring)."""
+    with _lock:
+        streams = [(s.config, list(s.releases), s.window, s.last_slot) for s in _streams.values()]
+    e = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<meta http-equiv='refresh' content='{REFRESH_S}'>",
+        "<title>dpstream status</title><style>",
+        "body{font-family:sans-serif;margin:1.5em;color:#222;background:#fff}",
+        "table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left}",
+        "h2{margin-top:1.4em}.note{color:#555;font-size:90%}",
+        "</style></head><body>",
+        "<h1>dpstream status</h1>",
+        f"<p class='note'>as of {e(utc(time.time()))}; reloads every {REFRESH_S} s. "
+        "Histograms are the released (noised) ones; a <b>fresh</b> release is newly noised, a "
+        "<b>repeat</b> publishes the last one again and spends no publication budget.</p>",
+    ]
+    if not streams:
+        parts.append("<p>No stream released yet by this worker.</p>")
+    for config, releases, window, last_slot in streams:
+        parts += _stream_section(config, releases, window, last_slot)
+    parts += _operations_section()
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _stream_section(
+    config: StreamConfig,
+    releases: list[dict[str, Any]],
+    window: Sequence[WindowSpend],
+    last_slot: int | None,
+) -> list[str]:
+    e = html.escape
+    fresh = sum(1 for r in releases if r["fresh"])
+    out = [
+        f"<h2>stream {e(config.id)}</h2>",
+        f"<p>{e(config.mechanism)}, {config.slot_s:g} s slots, "
+        f"{'local' if config.local else 'central'} mode. Last {len(releases)} releases: "
+        f"<b>{fresh}</b> fresh, <b>{len(releases) - fresh}</b> repeated.</p>",
+        _chart(config, releases),
+        "<table><tr><th>level</th><th>w</th><th>eps</th><th>window budget spent</th>"
+        "<th></th><th>window (UTC)</th></tr>",
+    ]
+    view = budget_json(config, window, last_slot)
+    for row in view["levels"]:
+        frac = max(0.0, min(1.0, row["fraction"]))
+        color = BUDGET_HIGH_COLOR if frac >= BUDGET_HIGH else BUDGET_COLOR
+        bar = (
+            f"<svg width='160' height='14' role='img'><rect width='160' height='14' "
+            f"fill='#eeeeee'/><rect width='{160 * frac:.1f}' height='14' fill='{color}'/></svg>"
+        )
+        span = (
+            f"{row['window_start_utc'][11:19]} - {row['window_end_utc'][11:19]}"
+            if "window_start_utc" in row
+            else "-"
+        )
+        out.append(
+            f"<tr><td>{e(row['level'])}</td><td>{row['w']}</td><td>{row['eps']:g}</td>"
+            f"<td>{bar}</td><td>{row['window_spent']:.4g} ({row['fraction']:.0%})</td>"
+            f"<td>{span}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _chart(config: StreamConfig, releases: list[dict[str, Any]]) -> str:
+    """Bars of the last releases: one group per slot, one bar per category, zero line."""
+    width, height, top, bottom, left = 760, 240, 10, 40, 40
+    if not releases:
+        return "<p class='note'>no release yet</p>"
+    labels = list(config.labels) or [str(i) for i in range(config.d)]
+    values = [float(x) for r in releases for x in r["histogram"]]
+    hi, lo = max(0.0, *values), min(0.0, *values)
+    span = (hi - lo) or 1.0
+    plot_h = height - top - bottom
+
+    def y(v: float) -> float:
+        return top + (hi - v) / span * plot_h
+
+    group_w = (width - left) / len(releases)
+    bar_w = max(1.0, (group_w - 6) / max(1, len(labels)))
+    out = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+        f"role='img' aria-label='released histograms of {html.escape(config.id)}'>",
+        f"<rect x='0' y='0' width='{width}' height='{height}' fill='#ffffff'/>",
+    ]
+    for i, rel in enumerate(releases):
+        x0 = left + i * group_w + 3
+        color = FRESH_COLOR if rel["fresh"] else REPEAT_COLOR
+        for j, v in enumerate(rel["histogram"]):
+            y0, y1 = sorted((y(float(v)), y(0.0)))
+            name = html.escape(labels[j] if j < len(labels) else str(j))
+            out.append(
+                f"<rect x='{x0 + j * bar_w:.1f}' y='{y0:.1f}' width='{bar_w * 0.9:.1f}' "
+                f"height='{max(0.5, y1 - y0):.1f}' fill='{color}'>"
+                f"<title>slot {rel['slot']} {name} = {float(v):.3g}</title></rect>"
+            )
+        stamp = time.strftime("%H:%M:%S", time.gmtime(float(rel["start"])))
+        out.append(f"<text x='{x0:.1f}' y='{height - bottom + 14}' font-size='10'>{stamp}</text>")
+    out += [
+        f"<line x1='{left}' x2='{width}' y1='{y(0.0):.1f}' y2='{y(0.0):.1f}' stroke='#333'/>",
+        f"<text x='2' y='{top + 10}' font-size='10'>{hi:.3g}</text>",
+        f"<text x='2' y='{y(0.0) + 4:.1f}' font-size='10'>0</text>",
+        f"<rect x='{left}' y='{height - 16}' width='10' height='10' fill='{FRESH_COLOR}'/>",
+        f"<text x='{left + 14}' y='{height - 7}' font-size='11'>fresh</text>",
+        f"<rect x='{left + 60}' y='{height - 16}' width='10' height='10' fill='{REPEAT_COLOR}'/>",
+        f"<text x='{left + 74}' y='{height - 7}' font-size='11'>repeat (slot start, UTC; "
+        f"bars in label order: {html.escape(', '.join(labels))})</text>",
+        "</svg>",
+    ]
+    return "\n".join(out)
+
+
+def _operations_section() -> list[str]:
+    lag = _samples("dpstream_consumer_lag_seconds")
+    dead = _samples("dpstream_dead_letters")
+    out = ["<h2>consumer lag</h2>"]
+    if lag:
+        out.append("<table><tr><th>topic</th><th>lag (s)</th></tr>")
+        out += [
+            f"<tr><td>{html.escape(lb.get('topic', ''))}</td><td>{v:.1f}</td></tr>" for lb, v in lag
+        ]
+        out.append("</table>")
+    else:
+        out.append("<p class='note'>not measured yet</p>")
+    total = sum(v for _, v in dead)
+    out.append(f"<h2>dead letters: {total:g}</h2>")
+    nonzero = [(lb.get("reason", ""), v) for lb, v in dead if v > 0]
+    if nonzero:
+        out.append("<table><tr><th>reason</th><th>messages</th></tr>")
+        out += [f"<tr><td>{html.escape(r)}</td><td>{v:g}</td></tr>" for r, v in nonzero]
+        out.append("</table>")
+    out.append(
+        "<p class='note'>Dead letters are rejected input messages (bad encoding, unknown "
+        "stream, value outside the domain...), kept on the dead-letter topic.</p>"
+    )
+    return out
