@@ -97,24 +97,21 @@ def _topics_create(args: argparse.Namespace) -> int:
 def _ledger_show(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
 
-    from app.stream.ledger_view import read_ledger, render
+    from app.stream.ledger_view import watch
 
     try:
         settings = _settings(args)
         stream = settings.stream(args.stream)
         settings = preflight(args)
-        entry = read_ledger(settings, stream.id, timeout_s=args.timeout)
+        return watch(settings, stream, args.timeout, args.json, args.watch)
     except ServiceError as exc:
         _fail("ledger show", exc)
         return EXIT_CONFIG
     except KafkaException as exc:
         _fail("ledger show", _kafka_error(exc))
         return EXIT_FAILURE
-    if entry is None:
-        print(f"no ledger for stream {stream.id!r} yet", file=sys.stderr)
-        return EXIT_FAILURE
-    print(render(stream, entry))
-    return 0
+    except KeyboardInterrupt:
+        return 0
 
 
 def add_broker_timeout(p: argparse.ArgumentParser) -> None:
@@ -153,5 +150,13 @@ def register(subparsers: Any) -> None:
     s.add_argument("-s", "--stream", required=True, help="stream id")
     s.add_argument("--config", type=Path, help=config_help)
     s.add_argument("--timeout", type=float, default=10.0, help="seconds to read the ledger")
+    s.add_argument("--json", action="store_true", help="the budget view as JSON (UTC times)")
+    s.add_argument(
+        "--watch",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="re-read every S seconds until Ctrl-C (with --json: one JSON object per line)",
+    )
     add_broker_timeout(s)
     s.set_defaults(func=_ledger_show)

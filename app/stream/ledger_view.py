@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
+import time
 from typing import Any
 
 from app.dp.local.base import CollectionRequest, mask_users
+from app.stream.budget_view import budget_json, utc
 from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config
 from app.stream.records import unpack
@@ -99,11 +102,36 @@ def render(stream: StreamConfig, entry: LedgerEntry) -> str:
             )
     if stream.local:
         lines += _local_lines(stream, mechanism, entry)
-    lines += ["", f"{'slot':>12}  {'fresh':<6}{'status':<10}spent by level"]
+    lines += ["", f"{'slot':>12}  {'start (UTC)':<22}{'fresh':<6}{'status':<10}spent by level"]
     for slot, fresh, status, spent in entry.recent:
         spent_txt = " ".join(f"{k}={v:.4g}" for k, v in spent.items())
-        lines.append(f"{slot:>12}  {fresh!s:<6}{status:<10}{spent_txt}")
+        start = utc(stream.slots.start(slot))
+        lines.append(f"{slot:>12}  {start:<22}{fresh!s:<6}{status:<10}{spent_txt}")
     return "\n".join(lines)
+
+
+def to_json(stream: StreamConfig, entry: LedgerEntry) -> dict[str, Any]:
+    """``ledger show --json``: :func:`~app.stream.budget_view.budget_json` (the figures of
+    ``GET /budget``) plus the last releases with their slot times in UTC."""
+    mechanism = (
+        continued(stream, entry.state) if entry.state is not None else stream.build_mechanism()
+    )
+    last = entry.next_slot - 1 if entry.next_slot is not None else None
+    out = budget_json(stream, mechanism.window_report(), last)
+    out["describe"] = mechanism.describe()
+    out["published"] = entry.published
+    out["recent"] = [
+        {
+            "slot": slot,
+            "start_utc": utc(stream.slots.start(slot)),
+            "end_utc": utc(stream.slots.end(slot)),
+            "fresh": fresh,
+            "status": status,
+            "spent_by_group": spent,
+        }
+        for slot, fresh, status, spent in entry.recent
+    ]
+    return out
 
 
 def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> list[str]:
@@ -134,3 +162,29 @@ def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> li
             f"users, deadline {value['deadline']:.3f}, sent: {entry.sent}"
         )
     return lines
+
+
+def watch(
+    settings: Settings, stream: StreamConfig, timeout_s: float, as_json: bool, every_s: float
+) -> int:
+    """``ledger show [--json] [--watch S]``: print the ledger once, or every ``every_s``
+    seconds (a UTC time line before each text view; the screen is cleared only on a
+    terminal). Returns the exit code: 1 when the stream has no ledger yet (once only)."""
+    while True:
+        entry = read_ledger(settings, stream.id, timeout_s=timeout_s)
+        if entry is None and not every_s:
+            print(f"no ledger for stream {stream.id!r} yet", file=sys.stderr)
+            return 1
+        if as_json:
+            body = json.dumps(
+                to_json(stream, entry) if entry else {"stream": stream.id, "levels": None}
+            )
+        else:
+            body = render(stream, entry) if entry else f"no ledger for stream {stream.id!r} yet"
+        if every_s and not as_json:
+            clear = "\x1b[H\x1b[2J" if sys.stdout.isatty() else ""
+            body = f"{clear}-- {utc(time.time())} (every {every_s:g} s; Ctrl-C stops)\n{body}\n"
+        print(body, flush=True)
+        if not every_s:
+            return 0
+        time.sleep(every_s)
