@@ -8,6 +8,7 @@
 #   .tools/python              pydantic models of the prometheus-operator CRDs (ServiceMonitor,
 #                              PrometheusRule), which kubernetes-validate has no schema for
 #   promtool, prometheus       Debian package `prometheus` (installed system-wide when missing)
+#   chromium                   Debian package `chromium`: the status page test's headless browser
 #
 # Environment: DPSTREAM_TOOLS_DIR overrides .tools; PYTHON overrides .venv/bin/python.
 set -euo pipefail
@@ -87,3 +88,18 @@ if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
     $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
 log "$(promtool --version 2>&1 | head -n1)"
+
+# --- chromium (Debian): tests/deploy/test_status_page.py ---------------------------------------
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+    log "apt: installing chromium"
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then
+        if command -v sudo >/dev/null; then SUDO="sudo -n"; else
+            log "not root and no sudo: install the Debian package chromium by hand"; exit 1
+        fi
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+log "$(chromium --version 2>/dev/null || chromium-browser --version)"
