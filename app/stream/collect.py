@@ -6,10 +6,14 @@ Kafka and ships what :meth:`Collector.flush` returns.
 
 Per events partition it keeps the *open* slots: for each ``(stream, slot)`` a dict
 ``user -> value`` (the first value a user sent in the slot; later ones are ``duplicate``) and
-the smallest offset that fed it. Requirement levels are applied when a slot closes, from the
-users' level histories (:mod:`app.stream.preferences`), so a preference read after an event
-of the same slot still counts; closing turns the dict into a ``groups x d`` count matrix with
-one ``bincount`` (and a correction for the few users with a level history).
+the smallest offset that fed it. A stream with ``max_values: l > 1`` keeps ``user -> tuple``
+of the first ``l`` distinct values (a repeated value is ``duplicate``, one more distinct value
+is ``clipped``); one-value streams keep the plain dict and its speed.
+
+Requirement levels are applied when a slot closes, from the users' level histories
+(:mod:`app.stream.preferences`), so a preference read after an event of the same slot still
+counts; closing turns the dict into a ``groups x d`` count matrix with one ``bincount`` (and a
+correction for the few users with a level history).
 
 When a slot closes: each partition has a *progress* time, the event time up to which it is
 known to hold everything (:meth:`Collector.progress`), and a slot closes in a partition once
@@ -40,6 +44,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +67,7 @@ PARTITION_CACHE = 1 << 20
 class PartitionSlots:
     """Open slots and progress of one events partition."""
 
-    buckets: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    buckets: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     min_offset: dict[tuple[str, int], int] = field(default_factory=dict)
     closed_through: dict[str, int] = field(default_factory=dict)
     caught_up: bool = False
@@ -187,10 +193,17 @@ class Collector:
         if bucket is None:
             bucket = part.buckets[open_slot] = {}
             part.min_offset[open_slot] = offset
-        if user in bucket:
+        held = bucket.get(user)
+        if held is None:
+            bucket[user] = value if stream.max_values == 1 else (value,)
+        elif stream.max_values == 1 or value in held:
             self.outcomes[sid, "duplicate"] += 1
             return
-        bucket[user] = value
+        elif len(held) >= stream.max_values:
+            self.outcomes[sid, "clipped"] += 1
+            return
+        else:
+            bucket[user] = (*held, value)
         self.outcomes[sid, "accepted"] += 1
 
     # -- closing ------------------------------------------------------------------------------
@@ -205,22 +218,26 @@ class Collector:
         found = part.progress.get(stream.id)
         return None if found is None or found == -math.inf else found
 
-    def _counts(self, stream: StreamConfig, slot: int, bucket: dict[str, int] | None) -> list[int]:
+    def _counts(self, stream: StreamConfig, slot: int, bucket: dict[str, Any] | None) -> list[int]:
         m, d = len(stream.levels), stream.d
         counts = np.zeros((m, d), dtype=np.int64)
         if bucket:
-            values = np.fromiter(bucket.values(), dtype=np.int64, count=len(bucket))
+            if stream.max_values == 1:
+                values = np.fromiter(bucket.values(), dtype=np.int64, count=len(bucket))
+            else:
+                values = np.fromiter(chain.from_iterable(bucket.values()), dtype=np.int64)
             counts[stream.default_level] = np.bincount(values, minlength=d)
             for user in self.preferences.special(bucket):
                 g = self.preferences.group(stream, user, slot)
                 if g == stream.default_level:
                     continue
-                value = bucket[user]
-                counts[stream.default_level, value] -= 1
+                held = bucket[user]
+                mine = [held] if stream.max_values == 1 else list(held)
+                np.subtract.at(counts[stream.default_level], mine, 1)
                 if g is None:
-                    self.outcomes[stream.id, "level_change"] += 1
+                    self.outcomes[stream.id, "level_change"] += len(mine)
                 else:
-                    counts[g, value] += 1
+                    np.add.at(counts[g], mine, 1)
         return [int(x) for x in counts.reshape(-1)]
 
     def flush(self) -> tuple[list[Partial], list[Progress]]:

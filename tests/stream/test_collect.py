@@ -145,3 +145,22 @@ def test_an_event_keyed_by_another_user_is_refused(collector, key):
         collector.add(0, 0, key, ev("u", 105, 0), wall_now=106)
     assert info.value.reason == "key_mismatch"
     assert collector.take_outcomes() == {}
+
+
+def test_a_stream_with_max_values_keeps_the_first_l_distinct_values(tmp_path):
+    """l = 2: a user's first two distinct values count; a repeat is a duplicate, a third
+    distinct value is clipped; a user with a level counts all its values in that level."""
+    path = tmp_path / "s.yaml"
+    path.write_text(YAML.replace("    grace_s: 1\n", "    grace_s: 1\n    max_values: 2\n"))
+    [stream] = load_streams(path, env={})
+    assert stream.sensitivity == 4  # replace: two values moved, L1 = 2 * 2
+    c = Collector([stream], partitions_total=1)
+    c.assign(0)
+    c.partitions[0].caught_up = True
+    c.set_preference("v", "loose", 0.0)
+    sent = [("u", 0), ("u", 0), ("u", 2), ("u", 1), ("v", 1), ("v", 2), ("v", 0)]
+    for off, (user, value) in enumerate(sent):
+        c.add(0, off, user.encode(), ev(user, 101 + off / 10, value), wall_now=102)
+    [partial] = flush(c, 120.5)
+    assert partial.counts == [1, 0, 1, 0, 1, 1]  # u: a, c (strict); v: b, c (loose)
+    assert c.take_outcomes() == {("s", "accepted"): 4, ("s", "duplicate"): 1, ("s", "clipped"): 2}

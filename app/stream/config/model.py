@@ -97,6 +97,9 @@ class StreamConfig:
     the user's value (sensitivity 1; the papers' relation). Local mode always protects values."""
     max_delay_s: float = 60.0
     """How long past its due time a slot waits for partitions that are alive but behind."""
+    max_values: int = 1
+    """Central mode: distinct values a user may add per slot (the (w,n) papers' ``l``); the
+    collect stage keeps the first ``max_values`` and counts the rest ``clipped``."""
 
     @property
     def local(self) -> bool:
@@ -109,8 +112,9 @@ class StreamConfig:
 
     @property
     def sensitivity(self) -> int:
-        """L1 change of one slot's histogram by one user under :attr:`neighbours`."""
-        return 2 if self.neighbours == "replace" else 1
+        """L1 change of one slot's histogram by one user under :attr:`neighbours`: the user's
+        ``max_values`` counts added or removed, or (``replace``) moved to other cells."""
+        return self.max_values * (2 if self.neighbours == "replace" else 1)
 
     @property
     def users(self) -> int:

@@ -12,6 +12,7 @@ Streams come from one YAML file (``DPSTREAM_CONFIG``; the demo's default is
         release_timeout_s: 30       # wait for a silent partition before closing without it
         max_delay_s: 60             # wait for partitions that are alive but behind, at most
         neighbours: replace         # replace (default) | add-remove (the papers' relation)
+        max_values: 1               # distinct values per user per slot (the papers' l)
         mechanism: {name: pba, noise: geometric, params: {}}
         levels:                     # the requirement levels users may choose
           - {name: strict, w: 20, eps: 0.5, population: 9000}
@@ -87,6 +88,7 @@ OVERRIDABLE = {
     "NOISE": "noise",
     "ROUND_S": "round_s",
     "NEIGHBOURS": "neighbours",
+    "MAX_VALUES": "max_values",
 }
 STREAM_KEYS = frozenset(
     {"id", "labels", "d", "mode", "levels", "default_level"} | set(OVERRIDABLE.values())
@@ -104,6 +106,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "release_timeout_s": (0.0, 3_600.0),
     "max_delay_s": (0.0, 86_400.0),
     "round_s": (0.01, 86_400.0),
+    "max_values": (1, 1_000),
 }
 """Inclusive ``(low, high)`` of every bounded field. ``eps`` is bounded where the samplers stay
 exact (``exp(-eps)`` stays a normal double): beyond a few units it protects nothing, but tests
@@ -119,6 +122,7 @@ DEFAULTS: dict[str, Any] = {
     "round_s": 10.0,
     "noise": "geometric",
     "neighbours": "replace",
+    "max_values": 1,
 }
 
 
@@ -281,7 +285,12 @@ def parse_stream(raw: Any, where: str, env: Mapping[str, str]) -> StreamConfig:
         mode=mode,
         round_s=number(f"{where}.round_s", values["round_s"], "round_s"),
         neighbours=_choice(f"{where}.neighbours", values["neighbours"], NEIGHBOURS),
+        max_values=int(
+            number(f"{where}.max_values", values["max_values"], "max_values", integer=True)
+        ),
     )
+    if stream.local and stream.max_values != 1:
+        raise ConfigError(f"{where}.max_values: local streams take one value per report")
     if stream.local:
         _check_local(stream, where)
     try:
