@@ -214,6 +214,8 @@ def run_throughput(args: argparse.Namespace) -> int:
             "DPSTREAM_TOPIC_PREFIX": prefix,
             "DPSTREAM_SESSION_TIMEOUT_S": "6",
             "DPSTREAM_LOG_LEVEL": "WARNING",
+            # Synthetic data: the bench reads the exact event counter to time the ingest.
+            "DPSTREAM_EXPOSE_DATA_COUNTS": "true",
         }
         worker = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", "app.stream", "worker"],
