@@ -24,8 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import msgpack
-
+from app.client.releases import ReleaseReader
 from app.stream.config import Settings, load_settings
 from app.stream.errors import ConfigError
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
@@ -59,22 +58,12 @@ def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event)
 def _print_releases(
     settings: Settings, topics: Topics, stop: threading.Event, post: str = "none"
 ) -> None:
-    from confluent_kafka import OFFSET_END, Consumer, TopicPartition
-
-    group = {"group.id": f"dpstream-demo-{secrets.token_hex(4)}", "enable.auto.commit": False}
-    consumer = Consumer(confluent_config(settings, **group))
-    # Manual assignment: no consumer-group join to wait for.
-    meta = consumer.list_topics(topics.releases, timeout=10).topics[topics.releases]
-    consumer.assign([TopicPartition(topics.releases, p, OFFSET_END) for p in meta.partitions])
-    try:
+    """Print each new release (the reader checks the schema and drops duplicate copies)."""
+    with ReleaseReader(confluent_config(settings), topics.releases) as reader:
         while not stop.is_set():
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            rel = msgpack.unpackb(msg.value() or b"\xc0")
-            print(format_release(settings, rel, post), flush=True)
-    finally:
-        consumer.close()
+            release = reader.poll(0.5)
+            if release is not None:
+                print(format_release(settings, release.to_json(), post), flush=True)
 
 
 def per_user_spent(stream: Any, spent: float, eps: float) -> float:
@@ -212,6 +201,11 @@ def run_demo(args: argparse.Namespace) -> int:
         print(
             f"demo: worker pid {worker.pid}, metrics on http://127.0.0.1:{port}/metrics",
             file=sys.stderr,
+        )
+        print(
+            f"Status page (last releases, budget per level, lag): http://127.0.0.1:{port}/ ; "
+            f"budget as JSON: http://127.0.0.1:{port}/budget",
+            flush=True,
         )
         print(header(settings), flush=True)
         post = getattr(args, "post", "none")
