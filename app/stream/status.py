@@ -222,6 +222,7 @@ def _chart(config: StreamConfig, releases: list[dict[str, Any]]) -> str:
         f"<line x1='{left}' x2='{width}' y1='{y(0.0):.1f}' y2='{y(0.0):.1f}' stroke='#333'/>",
         f"<text x='2' y='{top + 10}' font-size='10'>{hi:.3g}</text>",
         f"<text x='2' y='{y(0.0) + 4:.1f}' font-size='10'>0</text>",
+        f"<text x='2' y='{y(lo):.1f}' font-size='10'>{lo:.3g}</text>" if lo < 0 else "",
         f"<rect x='{left}' y='{height - 16}' width='10' height='10' fill='{FRESH_COLOR}'/>",
         f"<text x='{left + 14}' y='{height - 7}' font-size='11'>fresh</text>",
         f"<rect x='{left + 60}' y='{height - 16}' width='10' height='10' fill='{REPEAT_COLOR}'/>",
