@@ -91,9 +91,10 @@ SLOT_CLOSE_LAG = Histogram(
 )
 RELEASE_LATENCY = Histogram(
     "dpstream_release_latency_seconds",
-    "Delay between a slot's end and the production of its release.",
+    "Delay between a slot's end and the production of its release (a period mechanism's "
+    "slots wait for the period's end).",
     ["stream"],
-    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 21600, 86400),
     registry=REGISTRY,
 )
 STEP_SECONDS = Histogram(

@@ -92,6 +92,10 @@ class SlotRelease:
     spent_by_group: dict[str, float]
     version: int
     schema: int
+    released_at: float | None = None
+    """When the release was computed (None in records written before the field)."""
+    delayed: bool = False
+    """Held back and released at a later slot's close (a period mechanism's earlier slots)."""
 
     @property
     def start_utc(self) -> str:
@@ -118,6 +122,8 @@ class SlotRelease:
             "spent_by_group": dict(self.spent_by_group),
             "version": self.version,
             "schema": self.schema,
+            "released_at": self.released_at,
+            "delayed": self.delayed,
         }
 
 
@@ -159,7 +165,18 @@ def decode_release(raw: bytes | None) -> SlotRelease:
         spent_by_group={str(k): float(v) for k, v in value["spent_by_group"].items()},
         version=value["version"],
         schema=schema,
+        released_at=_optional_time(value.get("released_at")),
+        delayed=value.get("delayed") is True,
     )
+
+
+def _optional_time(raw: Any) -> float | None:
+    """``released_at`` if it is a finite number; None when absent."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+        raise BadReleaseError(f"field 'released_at' is not a finite number: {raw!r}")
+    return float(raw)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -205,13 +206,20 @@ def encode_release(
     describe: str,
     window: list[WindowSpend],
     recent: list[Any],
+    released_at: float | None = None,
+    delayed: bool = False,
     **audit_extra: Any,
 ) -> tuple[bytes, bytes, list[Any]]:
     """The ``releases`` and ``audit`` values of one released slot, and the ledger's new list
     of recent releases (``window``: per level, what its ledger spent in the window of ``w``
-    slots ending at this slot)."""
+    slots ending at the slot whose closing computed this release).
+
+    ``released_at`` is when the release was computed (Unix seconds; None: now); ``delayed`` is
+    true when the slot was held back and released at the close of a later slot (a period
+    mechanism's earlier slots, published at the period's end)."""
     names = stream.level_names
     spent = {n: float(x) for n, x in zip(names, rel.spent, strict=True)}
+    released_at = time.time() if released_at is None else released_at
     record = pack(
         {
             "stream": stream.id,
@@ -224,6 +232,8 @@ def encode_release(
             "spent_by_group": spent,
             "version": rel.version,
             "schema": RELEASE_SCHEMA,
+            "released_at": float(released_at),
+            "delayed": bool(delayed),
         }
     )
     audit: dict[str, Any] = {
@@ -234,6 +244,8 @@ def encode_release(
         "neighbours": "replace" if stream.local else stream.neighbours,
         "status": rel.status,
         "fresh": bool(rel.fresh),
+        "released_at": float(released_at),
+        "delayed": bool(delayed),
         "spent_by_group": spent,
         "spent_dc_by_group": dict(zip(names, map(float, rel.spent_dc), strict=True)),
         "spent_pub_by_group": dict(zip(names, map(float, rel.spent_pub), strict=True)),

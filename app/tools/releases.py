@@ -41,6 +41,8 @@ def format_line(release: SlotRelease, labels: tuple[str, ...] | None = None) -> 
     hist = " ".join(f"{names[i] if names else i}={x:.1f}" for i, x in enumerate(release.histogram))
     spent = " ".join(f"{k}={v:.4g}" for k, v in release.spent_by_group.items())
     kind = "fresh " if release.fresh else "repeat"
+    if release.delayed and release.released_at is not None:
+        kind += f" (delayed to {release.released_at - release.end:.0f} s after its end)"
     return (
         f"{release.stream} slot {release.slot} {release.start_utc}..{release.end_utc[11:]} "
         f"{kind} {release.mechanism} | {hist} | spent {spent}"

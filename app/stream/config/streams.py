@@ -78,6 +78,9 @@ from app.stream.errors import ConfigError
 CLOCKS = ("wall", "event")
 MODES = ("central", "local")
 NOISES = ("geometric", "laplace")
+CENTRAL_KINDS = ("central", "period")
+"""Mechanism kinds a ``mode: central`` stream may run: per-slot ones and period ones (OptStream
+and its baselines release a period of ``w`` slots at its end; ``noise: laplace``)."""
 OVERRIDABLE = {
     "SLOT_S": "slot_s",
     "GRACE_S": "grace_s",
@@ -261,8 +264,9 @@ def parse_stream(raw: Any, where: str, env: Mapping[str, str]) -> StreamConfig:
     for suffix, key in OVERRIDABLE.items():
         if prefix + suffix in env:
             values[key] = env[prefix + suffix]
-    kind = "local" if mode == "local" else "central"
-    mechanism = _choice(f"{where}.mechanism.name", values["mechanism"], tuple(names(kind)))
+    kinds = ("local",) if mode == "local" else CENTRAL_KINDS
+    allowed = tuple(n for kind in kinds for n in names(kind))
+    mechanism = _choice(f"{where}.mechanism.name", values["mechanism"], allowed)
     params = mech_raw.get("params", {}) or {}
     if not isinstance(params, dict):
         raise ConfigError(f"{where}.mechanism.params must be a mapping, got {params!r}")

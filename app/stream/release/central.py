@@ -172,7 +172,8 @@ class CentralDriver:
         )
         started = time.perf_counter()
         population = [lv.population for lv in stream.levels]  # public: never the slot's counts
-        rel = mech.step(counts, self.pub.rng(stream, slot), population)  # type: ignore[attr-defined]
+        out = mech.step(counts, self.pub.rng(stream, slot), population)  # type: ignore[attr-defined]
+        released_at = self.clock()
         metrics.STEP_SECONDS.labels(sid, stream.mechanism).observe(time.perf_counter() - started)
         if stream.clock == "wall":
             lag = self.clock() - stream.slots.due(slot)
@@ -182,4 +183,15 @@ class CentralDriver:
             if cur is not None:
                 self.slots[sid] = pack(open_slots)
 
-        await self.pub.release(stream, mech, entry or LedgerEntry(), slot, rel, leave_open_set)
+        placed = self._placed(slot, mech, out)
+        await self.pub.release(stream, mech, entry or LedgerEntry(), slot, placed, leave_open_set,
+                               released_at)  # fmt: skip
+
+    @staticmethod
+    def _placed(slot: int, mech: Any, out: Any) -> list[tuple[int, Any]]:
+        """``(stream slot, release)`` pairs of one step's output. A period mechanism returns a
+        list (its slots count from 1 at the stream's first step, one per stream slot, so the
+        release of mechanism slot ``r`` is stream slot ``slot - (mech.t - r)``)."""
+        if mech.kind != "period":
+            return [(slot, out)]
+        return [(slot - (mech.t - rel.slot), rel) for rel in out]

@@ -272,7 +272,8 @@ class LocalDriver:
             self.slots.pop(stream.id, None)
 
         users = {"users_dc": int(rel.users_dc), "users_pub": int(rel.users_pub)}
-        await self.pub.release(stream, mech, entry, slot, rel, leave_round, **users)
+        await self.pub.release(stream, mech, entry, slot, [(slot, rel)], leave_round,
+                               self.clock(), **users)  # fmt: skip
         self._report_population(stream, mech)
 
     def _report_population(self, stream: StreamConfig, mech: Any) -> None:

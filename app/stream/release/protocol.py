@@ -8,7 +8,11 @@ Both drivers (:mod:`~app.stream.release.central`, :mod:`~app.stream.release.loca
    derived from ``(noise key, deployment, stream, slot)``: a slot recomputed after a crash
    draws the same noise.
 2. **Record**: :meth:`Publisher.release` writes the new entry: mechanism state, ``next_slot``,
-   the encoded release and audit records in ``outbox``, ``published = False``.
+   the encoded release and audit records in ``outbox``, ``published = False``. A period
+   mechanism (:mod:`app.dp.period`) releases nothing inside a period (the entry then only
+   carries its state, whose buffer holds the period's true histograms, and an empty outbox)
+   and the period's ``W`` slots at its end: all ``W`` releases are in this one entry before
+   the first is produced; those of earlier slots say ``delayed``.
 3. **Persist**: it waits until the broker acknowledged the table's changelog records, so the
    entry survives the loss of the local RocksDB too.
 4. **Publish**: it produces the ``outbox`` (key: stream id) and waits for the acknowledgements.
@@ -16,7 +20,8 @@ Both drivers (:mod:`~app.stream.release.central`, :mod:`~app.stream.release.loca
 6. **Commit**: Faust commits the ``partials`` offsets afterwards (at least once).
 
 After a crash anywhere above, the restarted driver finds either the old entry (steps 1-2 not
-done: it recomputes from the same inputs and key, hence the same records) or the new one; if
+done: it recomputes from the same inputs and key, hence the same histograms; only
+``released_at`` may differ, for records no one has seen) or the new one; if
 ``published`` is false, :meth:`Publisher.recover` re-produces the stored bytes before anything
 else. A slot is never noised twice differently, and never published without its ledger entry.
 """
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -128,39 +133,54 @@ class Publisher:
         mech: Mechanism,
         entry: LedgerEntry,
         slot: int,
-        rel: Release,
+        releases: Sequence[tuple[int, Release]],
         recorded: Callable[[], None] | None = None,
+        released_at: float | None = None,
         **audit_extra: Any,
     ) -> LedgerEntry:
-        """Steps 2-5 for ``rel``, the release of ``slot``; returns the new entry.
+        """Steps 2-5 after ``slot`` was stepped; returns the new entry.
 
-        ``recorded`` runs right after the ledger entry is written, before the changelog is
-        persisted (the driver drops the slot's inputs there, so both persist together)."""
+        ``releases`` are the ``(slot, release)`` pairs that became known at ``slot``: one for
+        a per-slot mechanism, none inside a period and the whole period at its end for a
+        period mechanism (:mod:`app.dp.period`). All of them are recorded in the entry's
+        ``outbox`` before any is produced; a pair for an earlier slot is marked ``delayed``.
+        ``released_at`` is when they were computed (None: now). ``recorded`` runs right after
+        the ledger entry is written, before the changelog is persisted (the driver drops the
+        slot's inputs there, so both persist together)."""
         sid = stream.id
+        released_at = time.time() if released_at is None else released_at
         window = mech.window_report()
-        record, audit, recent = encode_release(
-            stream, slot, rel, mech.describe(), window, entry.recent, **audit_extra
-        )
+        outbox: list[tuple[str, bytes]] = []
+        recent = entry.recent
+        for rel_slot, rel in releases:
+            record, audit, recent = encode_release(
+                stream, rel_slot, rel, mech.describe(), window, recent,
+                released_at=released_at, delayed=rel_slot < slot, **audit_extra,
+            )  # fmt: skip
+            outbox += [("releases", record), ("audit", audit)]
         entry.state = mech.state_dict()
         entry.next_slot = slot + 1
-        entry.outbox = [("releases", record), ("audit", audit)]
-        entry.published = False
+        entry.outbox = outbox
+        entry.published = not outbox
         entry.recent = recent
         entry.request, entry.sent = None, True
         self.write(sid, entry, mech)  # 2. Record.
         if recorded is not None:
             recorded()
         await self.persist()  # 3. Persist.
-        await self.publish(stream, entry)  # 4. Publish, 5. Mark.
-        end = stream.slots.end(slot)
-        metrics.RELEASE_LATENCY.labels(sid).observe(max(0.0, time.time() - end))
-        metrics.RELEASES.labels(sid, "fresh" if rel.fresh else "approximated").inc()
-        metrics.LAST_RELEASE_TIMESTAMP.labels(sid).set(time.time())
-        for name, spent in zip(stream.level_names, rel.spent, strict=True):
-            metrics.EPSILON_SPENT.labels(sid, name).inc(float(spent))
+        if outbox:
+            await self.publish(stream, entry)  # 4. Publish, 5. Mark.
+        now = time.time()
+        for rel_slot, rel in releases:
+            metrics.RELEASE_LATENCY.labels(sid).observe(max(0.0, now - stream.slots.end(rel_slot)))
+            metrics.RELEASES.labels(sid, "fresh" if rel.fresh else "approximated").inc()
+            for name, spent in zip(stream.level_names, rel.spent, strict=True):
+                metrics.EPSILON_SPENT.labels(sid, name).inc(float(spent))
+            log.info("released stream=%s slot=%d fresh=%s status=%s delayed=%s", sid,
+                     rel_slot, rel.fresh, rel.status, rel_slot < slot)  # fmt: skip
+        if releases:
+            metrics.LAST_RELEASE_TIMESTAMP.labels(sid).set(now)
         self.report(stream, mech, entry)
-        log.info("released stream=%s slot=%d fresh=%s status=%s", sid, slot, rel.fresh,
-                 rel.status)  # fmt: skip
         return entry
 
     async def publish(self, stream: StreamConfig, entry: LedgerEntry) -> None:
@@ -190,12 +210,15 @@ class Publisher:
         self._reported.add(stream.id)
         sid = stream.id
         metrics.SLOT_SECONDS.labels(sid).set(stream.slot_s)
-        if entry.next_slot is not None:
-            metrics.LAST_RELEASED_SLOT.labels(sid).set(entry.next_slot - 1)
+        if entry.recent:  # a period mechanism has stepped past slots it has not released yet
+            metrics.LAST_RELEASED_SLOT.labels(sid).set(entry.recent[-1][0])
         window = mech.window_report()
         for name, spend in zip(stream.level_names, window, strict=True):
             metrics.WINDOW_BUDGET_SPENT.labels(sid, name).set(float(spend.spent))
             metrics.WINDOW_BUDGET_FRACTION.labels(sid, name).set(spend.fraction)
             metrics.GROUP_EPSILON.labels(sid, name).set(spend.eps)
-        published = dict(entry.outbox).get("releases") if entry.published else None
-        status.remember(stream, published, window)  # the status page's ring and budget
+        published: list[bytes | None] = [
+            v for role, v in entry.outbox if role == "releases" and entry.published
+        ]
+        for record in published or [None]:
+            status.remember(stream, record, window)  # the status page's ring and budget
