@@ -100,6 +100,8 @@ def render(stream: StreamConfig, entry: LedgerEntry) -> str:
                 f"{level.name:<12}{spend.w:>6}{spend.eps:>10.4g}{float(spend.spent):>15.6g}"
                 f"{spend.fraction:>10.1%}"
             )
+    if stream.graph is not None:
+        lines.append(wn_line(stream, mechanism))
     if stream.local:
         lines += _local_lines(stream, mechanism, entry)
     lines += ["", f"{'slot':>12}  {'start (UTC)':<22}{'fresh':<6}{'status':<10}spent by level"]
@@ -120,6 +122,8 @@ def to_json(stream: StreamConfig, entry: LedgerEntry) -> dict[str, Any]:
     out = budget_json(stream, mechanism.window_report(), last)
     out["describe"] = mechanism.describe()
     out["published"] = entry.published
+    if stream.graph is not None:
+        out["wn_window"] = wn_window(stream, mechanism)
     out["recent"] = [
         {
             "slot": slot,
@@ -132,6 +136,33 @@ def to_json(stream: StreamConfig, entry: LedgerEntry) -> dict[str, Any]:
         for slot, fresh, status, spent in entry.recent
     ]
     return out
+
+
+def wn_window(stream: StreamConfig, mechanism: Any) -> dict[str, Any]:
+    """A (w,n) stream's most loaded window: the centre (a label) whose n-range window spent
+    the most over the ``w`` slots ending at the last release, and that budget (exact)."""
+    ledger = mechanism.ledger
+    centre, _ = ledger.most_loaded()
+    spent = ledger.spent()
+    return {
+        "graph": stream.graph.describe() if stream.graph is not None else None,
+        "n": ledger.n,
+        "w": ledger.budget.group.w,
+        "eps": ledger.budget.group.eps,
+        "centre": stream.labels[centre],
+        "spent": float(spent),
+        "fraction": float(spent / ledger.budget.to_fraction(ledger.total)),
+    }
+
+
+def wn_line(stream: StreamConfig, mechanism: Any) -> str:
+    """:func:`wn_window` as one line of ``ledger show``."""
+    v = wn_window(stream, mechanism)
+    return (
+        f"(w,n) window, {v['graph']}: most loaded centred at {v['centre']!r} (pages within "
+        f"{v['n'] - 1} hops), spent {v['spent']:.6g} of eps {v['eps']:g} over the last "
+        f"{v['w']} slots ({v['fraction']:.1%})"
+    )
 
 
 def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> list[str]:

@@ -27,7 +27,7 @@ from app.dp.errors import ParameterError
 from app.dp.graph import Graph
 from app.dp.mechanism import Mechanism
 from app.dp.noise import NoiseKind, check_kind
-from app.dp.types import FloatArray, Group, IntArray, Release
+from app.dp.types import FloatArray, Group, IntArray, Release, WindowSpend
 from app.dp.wn.ledger import GraphLedger, Units
 
 BoolArray = npt.NDArray[np.bool_]
@@ -118,7 +118,13 @@ class GraphMechanism(Mechanism):
         }
 
     @classmethod
-    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> GraphMechanism:
+    def for_stream(
+        cls, d: int, groups: Sequence[Group], graph: Graph | None = None, **params: Any
+    ) -> GraphMechanism:
+        """The stream's mechanism; ``graph`` is the public graph the service built once from
+        the stream's configuration (handed over as ``edges``, not rebuilt)."""
+        if graph is not None:
+            params["edges"] = graph
         return cls(d=d, groups=groups, **params)
 
     # ------------------------------------------------------------------ units and noise
@@ -184,6 +190,12 @@ class GraphMechanism(Mechanism):
         """Decide slot ``t`` from the true counts ``r``: ensure, then draw; never mutate."""
         raise NotImplementedError
 
+    def window_report(self) -> list[WindowSpend]:
+        """Per declared group, what the most loaded (w,n) window spent over the ``w`` slots
+        ending at the last slot (the strictest requirement accounts for every group)."""
+        spend = WindowSpend(self.requirement.w, self.requirement.eps, self.ledger.spent())
+        return [spend] * len(self.groups)
+
     # ------------------------------------------------------------------ state
     def _state(self) -> dict[str, Any]:
         return {
@@ -206,15 +218,27 @@ class GraphMechanism(Mechanism):
         """Restore what :meth:`_extra_state` wrote."""
 
 
+Edges = Sequence[Sequence[int]] | Graph
+"""A mechanism's ``edges``: node pairs, or a :class:`Graph` already built (used as is)."""
+
+
 def graph_params(
     d: int,
     n: int,
-    edges: Sequence[Sequence[int]] | None,
+    edges: Edges | None,
     grid: Sequence[int] | None,
     neighbours: int,
 ) -> tuple[Graph, dict[str, Any]]:
-    """The graph a mechanism's configuration names, and those parameters as plain values."""
-    graph = Graph.from_config(_check_int("d", d, 1), edges, grid, neighbours)
+    """The graph a mechanism's configuration names, and those parameters as plain values (a
+    built graph's parameters are its edge list, so ``create(**params())`` rebuilds it)."""
+    if isinstance(edges, Graph):
+        if grid is not None:
+            raise ParameterError("give either edges or grid, not both")
+        if edges.nodes != _check_int("d", d, 1):
+            raise ParameterError(f"graph has {edges.nodes} nodes but d is {d}")
+        graph, edges = edges, edges.edges()
+    else:
+        graph = Graph.from_config(_check_int("d", d, 1), edges, grid, neighbours)
     plain = {
         "n": n,
         "edges": None if edges is None else [[int(u), int(v)] for u, v in edges],
@@ -224,4 +248,4 @@ def graph_params(
     return graph, plain
 
 
-__all__ = ["GraphMechanism", "GraphRelease", "Spending", "graph_params"]
+__all__ = ["Edges", "GraphMechanism", "GraphRelease", "Spending", "graph_params"]

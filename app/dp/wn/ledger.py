@@ -7,9 +7,11 @@ A (w,n)-DP mechanism spends a budget ``e[t][m]`` on every cell (slot ``t``, page
     sum_{t = tau-w+1}^{tau}  max_{m in W_n(c)} e[t][m]  <=  eps          (Theorem 5)
 
 (parallel composition over the disjoint pages of one slot, sequential over the ``w`` slots;
-spec ``seed-003-trajectory.md`` §1.4). The ledger keeps, for the previous ``w - 1`` slots, the
+spec ``seed-003-trajectory.md`` §1.4). The ledger keeps, for the last ``w`` slots, the
 per-centre maxima ``phi_t = BallMax_{n-1}(e_t)`` in a ring and their running sum, so checking a
-proposed slot costs one ``BallMax`` and a comparison over the ``M`` centres.
+proposed slot costs one ``BallMax`` and a comparison over the ``M`` centres (against the
+previous ``w - 1`` slots), and the window of ``w`` slots ending at the last one is reported as
+the other mechanisms report theirs (:meth:`GraphLedger.spent`).
 
 Budgets are integer units of :class:`app.dp.budget.GroupBudget` (``eps`` is
 ``2 w 2**SHARE_BITS`` units), so every sum and comparison is exact, with no tolerance. A
@@ -76,27 +78,27 @@ class GraphLedger:
         self.total = self.budget.total
         self.pub_limit = int(self.total * publication_share)
         size = graph.nodes
-        self._total: deque[Units] = deque(maxlen=group.w - 1)
-        self._pub: deque[Units] = deque(maxlen=group.w - 1)
+        self._total: deque[Units] = deque(maxlen=group.w)
+        self._pub: deque[Units] = deque(maxlen=group.w)
         self._total_sum: Units = np.zeros(size, dtype=np.int64)
         self._pub_sum: Units = np.zeros(size, dtype=np.int64)
 
     # ------------------------------------------------------------------ queries
     def window(self) -> Units:
         """Units each window (by centre) spent in the previous ``w - 1`` slots."""
-        return self._total_sum.copy()
+        return _previous(self._total, self._total_sum)
 
     def pub_window(self) -> Units:
         """Publication units each window spent in the previous ``w - 1`` slots."""
-        return self._pub_sum.copy()
+        return _previous(self._pub, self._pub_sum)
 
     def remaining(self) -> Units:
         """``psi^c = eps - sum phi^c``: what window ``c`` may still spend now (Alg. 4 l.4)."""
-        return self.total - self._total_sum
+        return self.total - self.window()
 
     def remaining_pub(self) -> Units:
         """``psi^c = eps/2 - sum phi^c`` on the publication part (Alg. 2 l.3, Eq. 12-13)."""
-        return self.pub_limit - self._pub_sum
+        return self.pub_limit - self.pub_window()
 
     def eta(self, pub: bool = False) -> Units:
         """``eta^m = min over windows containing m of psi`` (Eq. 14): ``BallMin_{n-1}(psi)``.
@@ -107,9 +109,15 @@ class GraphLedger:
         return self.graph.ball_min(psi, self.radius)
 
     def most_loaded(self) -> tuple[int, int]:
-        """The centre whose window spent the most in the previous ``w - 1`` slots, and its units."""
+        """The most loaded (w,n) window: the centre whose n-range window spent the most in the
+        ``w`` slots ending at the last recorded slot, and those units (Theorem 5's left side)."""
         c = int(np.argmax(self._total_sum))
         return c, int(self._total_sum[c])
+
+    def spent(self) -> Fraction:
+        """What the most loaded (w,n) window spent (in eps, exact) over the ``w`` slots ending
+        at the last recorded slot: 1 x eps means some window is exhausted."""
+        return self.budget.to_fraction(self.most_loaded()[1])
 
     # ------------------------------------------------------------------ spending
     def _phi(self, units: Units) -> Units:
@@ -122,8 +130,8 @@ class GraphLedger:
             if a.shape != (self.graph.nodes,) or (a < 0).any():
                 raise InsufficientBudgetError(0, 0.0, 0.0, 0.0, f"{name} malformed or negative")
         for what, sums, new, limit in (
-            ("total", self._total_sum, self._phi(dc + pub), self.total),
-            ("publication", self._pub_sum, self._phi(pub), self.pub_limit),
+            ("total", self.window(), self._phi(dc + pub), self.total),
+            ("publication", self.pub_window(), self._phi(pub), self.pub_limit),
         ):
             over = sums + new > limit
             if over.any():
@@ -143,8 +151,6 @@ class GraphLedger:
             (self._total, self._total_sum, dc + pub),
             (self._pub, self._pub_sum, pub),
         ):
-            if ring.maxlen == 0:
-                continue
             phi = self._phi(units)
             if len(ring) == ring.maxlen:
                 sums -= ring[0]
@@ -169,6 +175,11 @@ class GraphLedger:
             ring.clear()
             ring.extend(rows)
             sums[:] = np.sum(rows, axis=0) if rows else 0
+
+
+def _previous(ring: deque[Units], sums: Units) -> Units:
+    """The ring's sum without its oldest slot once it holds ``w``: the previous ``w - 1``."""
+    return sums - ring[0] if len(ring) == ring.maxlen else sums.copy()
 
 
 __all__ = ["GraphLedger"]

@@ -9,7 +9,7 @@ import numpy as np
 
 from app.dp.errors import ParameterError
 from app.dp.types import Group, IntArray
-from app.dp.wn.base import BoolArray, GraphMechanism, Spending, graph_params
+from app.dp.wn.base import BoolArray, Edges, GraphMechanism, Spending, graph_params
 
 
 class STBD(GraphMechanism):
@@ -41,8 +41,9 @@ class STBD(GraphMechanism):
     n
         Spatial window size: windows hold the pages within ``n - 1`` hops of a centre.
     edges, grid, neighbours
-        The public graph: an edge list, or a grid ``[rows, cols]`` (``rows * cols == d``) with
-        4- or 8-neighbour adjacency; neither gives isolated pages.
+        The public graph: an edge list (or a :class:`~app.dp.graph.Graph` already built, as
+        the service passes it), or a grid ``[rows, cols]`` (``rows * cols == d``) with 4- or
+        8-neighbour adjacency; neither gives isolated pages.
     page_groups
         Public partition of the pages for the evaluation (Alg. 1 l.2-6): disjoint lists of
         pages; the pages no list names form one more group. None puts every page in one group
@@ -99,7 +100,7 @@ class STBD(GraphMechanism):
         d: int,
         groups: Sequence[Group],
         n: int = 2,
-        edges: Sequence[Sequence[int]] | None = None,
+        edges: Edges | None = None,
         grid: Sequence[int] | None = None,
         neighbours: int = 4,
         page_groups: Sequence[Sequence[int]] | None = None,

@@ -13,7 +13,7 @@ from app.dp.budget import exact
 from app.dp.errors import ParameterError
 from app.dp.graph import Graph
 from app.dp.types import Group, IntArray
-from app.dp.wn.base import GraphMechanism, Spending, graph_params
+from app.dp.wn.base import Edges, GraphMechanism, Spending, graph_params
 
 INTERVAL_NORMS = ("paper", "rescuedp")
 
@@ -115,7 +115,7 @@ class STR(GraphMechanism):
         d: int,
         groups: Sequence[Group],
         n: int = 2,
-        edges: Sequence[Sequence[int]] | None = None,
+        edges: Edges | None = None,
         grid: Sequence[int] | None = None,
         neighbours: int = 4,
         kp: float = 0.9,

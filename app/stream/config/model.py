@@ -12,6 +12,7 @@ from typing import Any
 from app.dp.mechanism import Mechanism
 from app.dp.registry import get
 from app.dp.types import Group
+from app.stream.config.graph import StreamGraph
 from app.stream.errors import ConfigError
 from app.stream.slots import SlotClock
 
@@ -100,6 +101,8 @@ class StreamConfig:
     max_values: int = 1
     """Central mode: distinct values a user may add per slot (the (w,n) papers' ``l``); the
     collect stage keeps the first ``max_values`` and counts the rest ``clipped``."""
+    graph: StreamGraph | None = None
+    """(w,n) mechanisms: the public graph over the labels and ``n``, built once at load."""
 
     @property
     def local(self) -> bool:
@@ -141,6 +144,8 @@ class StreamConfig:
         params = dict(self.params)
         if not self.local:
             params.update(noise=self.noise, sensitivity=self.sensitivity)
+        if self.graph is not None:
+            params.update(graph=self.graph.graph, n=self.graph.n)
         return get(self.mechanism).for_stream(self.d, self.groups, **params)
 
     def level_index(self, name: str) -> int | None:

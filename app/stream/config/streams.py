@@ -49,6 +49,10 @@ The default level (users with no recorded preference) must satisfy every level t
 offers: ``w >= w_i`` and ``eps <= eps_i`` for all ``i``. Without ``default_level``, the level
 that does is chosen; if none does, a level ``default`` at ``(max w, min eps)`` is added.
 
+A (w,n) mechanism (``stbd``, ``str``) names the public graph over the labels and its spatial
+window ``n`` under ``graph:`` (an edge-list file or a ``rows x cols`` grid; see
+:mod:`app.stream.config.graph`); ``rescuedp`` is place level and takes none.
+
 Per-stream scalars can be overridden by environment variables
 ``DPSTREAM_STREAM_<ID>_<FIELD>`` (``<ID>`` upper-cased, non-alphanumerics as ``_``; ``<FIELD>``
 one of the keys of :data:`OVERRIDABLE`).
@@ -66,7 +70,8 @@ from typing import Any
 import yaml
 
 from app.dp.errors import DPError
-from app.dp.registry import names
+from app.dp.registry import get, names
+from app.stream.config.graph import MECHANISM_GRAPH_PARAMS, parse_graph
 from app.stream.config.model import (
     DEFAULT_POPULATION,
     NEIGHBOURS,
@@ -78,9 +83,10 @@ from app.stream.errors import ConfigError
 CLOCKS = ("wall", "event")
 MODES = ("central", "local")
 NOISES = ("geometric", "laplace")
-CENTRAL_KINDS = ("central", "period")
+CENTRAL_KINDS = ("central", "period", "graph")
 """Mechanism kinds a ``mode: central`` stream may run: per-slot ones and period ones (OptStream
-and its baselines release a period of ``w`` slots at its end; ``noise: laplace``)."""
+and its baselines release a period of ``w`` slots at its end; ``noise: laplace``), and the
+(w,n) ones over a public graph of the labels (the ``graph:`` key, :mod:`.graph`)."""
 OVERRIDABLE = {
     "SLOT_S": "slot_s",
     "GRACE_S": "grace_s",
@@ -94,7 +100,7 @@ OVERRIDABLE = {
     "MAX_VALUES": "max_values",
 }
 STREAM_KEYS = frozenset(
-    {"id", "labels", "d", "mode", "levels", "default_level"} | set(OVERRIDABLE.values())
+    {"id", "labels", "d", "mode", "levels", "default_level", "graph"} | set(OVERRIDABLE.values())
 )
 MECHANISM_KEYS = frozenset({"name", "noise", "params"})
 LEVEL_KEYS = frozenset({"name", "w", "eps", "population"})
@@ -239,8 +245,11 @@ def _levels(where: str, raw: Mapping[str, Any]) -> tuple[tuple[Level, ...], int]
     return (*levels, strictest), len(levels)
 
 
-def parse_stream(raw: Any, where: str, env: Mapping[str, str]) -> StreamConfig:
-    """Validate one stream entry of the YAML file (after applying environment overrides)."""
+def parse_stream(
+    raw: Any, where: str, env: Mapping[str, str], base_dir: Path | None = None
+) -> StreamConfig:
+    """Validate one stream entry of the YAML file (after applying environment overrides);
+    ``base_dir``: where the file's relative paths (a graph's edge list) start (default: cwd)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: a stream must be a mapping, got {raw!r}")
     sid = raw.get("id")
@@ -271,9 +280,13 @@ def parse_stream(raw: Any, where: str, env: Mapping[str, str]) -> StreamConfig:
     if not isinstance(params, dict):
         raise ConfigError(f"{where}.mechanism.params must be a mapping, got {params!r}")
     levels, default = _levels(where, raw)
+    labels = _labels(where, raw)
+    if get(mechanism).kind == "graph" and MECHANISM_GRAPH_PARAMS & set(map(str, params)):
+        raise ConfigError(f"{where}.mechanism.params: name the graph and n under `graph:`")
+    graph = parse_graph(f"{where}.graph", raw.get("graph"), mechanism, labels, base_dir or Path())
     stream = StreamConfig(
         id=sid,
-        labels=_labels(where, raw),
+        labels=labels,
         slot_s=number(f"{where}.slot_s", values["slot_s"], "slot_s"),
         grace_s=number(f"{where}.grace_s", values["grace_s"], "grace_s"),
         clock=_choice(f"{where}.clock", values["clock"], CLOCKS),
@@ -292,6 +305,7 @@ def parse_stream(raw: Any, where: str, env: Mapping[str, str]) -> StreamConfig:
         max_values=int(
             number(f"{where}.max_values", values["max_values"], "max_values", integer=True)
         ),
+        graph=graph,
     )
     if stream.local and stream.max_values != 1:
         raise ConfigError(f"{where}.max_values: local streams take one value per report")
@@ -333,7 +347,8 @@ def load_streams(path: Path, env: Mapping[str, str] | None = None) -> tuple[Stre
         raise ConfigError(f"{path}: expected a mapping with a non-empty `streams:` list")
     _keys(str(path), doc, frozenset({"streams"}))
     streams = tuple(
-        parse_stream(s, f"{path}: streams[{i}]", env) for i, s in enumerate(doc["streams"])
+        parse_stream(s, f"{path}: streams[{i}]", env, path.parent)
+        for i, s in enumerate(doc["streams"])
     )
     ids = [s.id for s in streams]
     if len(set(ids)) != len(ids):
