@@ -11,7 +11,10 @@ stage is a :class:`mode.Service` started by the Faust worker next to the app.
   send before them is acknowledged, at the first offset a still-open slot or round needs, so a
   restart or rebalance replays exactly what is still open;
 * a consumer of a *side-input* topic with manual assignment and no group, read in full before
-  the first batch and then tailed (:meth:`BatchConsumer._read_side_input`);
+  the first batch and then tailed (:meth:`BatchConsumer._read_side_input`); a subclass whose
+  side input is co-partitioned with its source (:attr:`BatchConsumer.co_partitioned`) reads only
+  the side partitions matching its assigned source partitions, each from the beginning when it
+  is assigned, so a worker holds only its own users' side records;
 * a producer for the internal ``partials`` topic and for ``dead-letter``.
 
 The subclass brings the collector (the pure bookkeeping: ``assign``, ``revoke``,
@@ -69,6 +72,8 @@ class BatchConsumer(Service):
 
     consumer_options: dict[str, Any] = {}
     """Extra options of the source consumer (fetch sizes)."""
+    co_partitioned = False
+    """Whether side-input partition ``p`` holds the keys of source partition ``p``."""
 
     def __init__(
         self,
@@ -196,7 +201,9 @@ class BatchConsumer(Service):
         """Apply new side-input records; with ``until_end``, read up to the current end first."""
         consumer = self._side
         assert consumer is not None
-        if not consumer.assignment():
+        if self.co_partitioned:
+            await self._follow_assignment(consumer)
+        elif not consumer.assignment():
             parts = consumer.partitions_for_topic(self.side_input)
             if parts is None:
                 await consumer.topics()
@@ -205,6 +212,8 @@ class BatchConsumer(Service):
             consumer.assign(tps)
             await consumer.seek_to_beginning(*tps)
         tps = list(consumer.assignment())
+        if not tps:
+            return
         ends = await consumer.end_offsets(tps) if until_end else {}
         while True:
             batches = await consumer.getmany(timeout_ms=0 if not until_end else 200)
@@ -216,3 +225,17 @@ class BatchConsumer(Service):
             positions = [await consumer.position(tp) for tp in tps]
             if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
                 return
+
+    async def _follow_assignment(self, consumer: AIOKafkaConsumer) -> None:
+        """Co-partitioned side input: read the side partitions of the assigned source
+        partitions; a newly assigned one from its beginning, the others where they were."""
+        want = {TopicPartition(self.side_input, p) for p in self.collector.partitions}
+        have = set(consumer.assignment())
+        if want == have:
+            return
+        kept = {tp: await consumer.position(tp) for tp in want & have}
+        consumer.assign(sorted(want, key=lambda tp: tp.partition))
+        for tp, position in kept.items():
+            consumer.seek(tp, position)
+        if want - have:
+            await consumer.seek_to_beginning(*(want - have))

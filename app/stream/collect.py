@@ -45,7 +45,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -80,6 +80,15 @@ class PartitionSlots:
     """Start of the current run of fetch responses without a gap (inf: in a gap)."""
     progress: dict[str, float] = field(default_factory=dict)
     """Per stream, the progress reached (never moves back)."""
+
+
+class Record(NamedTuple):
+    """One ``events`` record as :meth:`Collector.add_batch` reads it (a Kafka record has the
+    same attributes)."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
 
 
 @dataclass(frozen=True)
@@ -120,8 +129,15 @@ class Collector:
         self.partitions[partition] = PartitionSlots()
 
     def revoke(self, partition: int) -> None:
-        """Forget a partition's open slots: its next owner replays them from the commit."""
+        """Forget a partition's open slots and its users' levels: its next owner replays the
+        slots from the commit and the levels from the co-partitioned ``preferences``."""
         self.partitions.pop(partition, None)
+        self.preferences.forget(u for u in self.preferences.users
+                                if self._partition(u.encode()) == partition)  # fmt: skip
+
+    def owns(self, key: bytes, partition: int) -> bool:
+        """Whether ``key`` hashes to ``partition`` and that partition is assigned here."""
+        return partition in self.partitions and self._partition(key) == partition
 
     def observe_fetch(
         self, partition: int, fetched_at: float, at_end: bool, gap_s: float
@@ -169,42 +185,71 @@ class Collector:
         self, partition: int, offset: int, key: bytes | None, raw: bytes | None, wall_now: float
     ) -> None:
         """Count one ``events`` record; :class:`BadEvent` for an unusable one."""
-        sid, user, ts, value = decode_event(raw, self.domains)
-        if key is None or key != user.encode():
-            raise BadEvent("key_mismatch", "the message key must be the event's user")
-        if self._partition(key) != partition:
-            raise BadEvent("wrong_partition", "not the partition the user's key hashes to")
-        stream = self.streams[sid]
-        if stream.clock == "wall":
-            if ts > wall_now + max(MAX_FUTURE_S, 2 * stream.slot_s):
-                raise BadEvent("bad_time", f"ts {ts} is in the future")
-        elif self.watermark is None or ts > self.watermark:
-            self.watermark = ts
+        bad = self.add_batch(partition, [Record(offset, key, raw)], wall_now)
+        if bad:
+            raise bad[0][0]
+
+    def add_batch(
+        self, partition: int, records: Iterable[Any], wall_now: float
+    ) -> list[tuple[BadEvent, Any]]:
+        """Count a batch of ``events`` records of one partition (objects with ``offset``,
+        ``key``, ``value``); return the unusable ones with their :class:`BadEvent`.
+
+        The hot path: one call per fetched batch, everything it touches bound to locals.
+        """
         part = self.partitions[partition]
-        if ts > part.max_ts:
-            part.max_ts = ts
-        slot = int(ts // self._slot_s[sid])
-        closed = part.closed_through.get(sid)
-        if closed is not None and slot <= closed:
-            self.outcomes[sid, "late"] += 1
-            return
-        open_slot = (sid, slot)
-        bucket = part.buckets.get(open_slot)
-        if bucket is None:
-            bucket = part.buckets[open_slot] = {}
-            part.min_offset[open_slot] = offset
-        held = bucket.get(user)
-        if held is None:
-            bucket[user] = value if stream.max_values == 1 else (value,)
-        elif stream.max_values == 1 or value in held:
-            self.outcomes[sid, "duplicate"] += 1
-            return
-        elif len(held) >= stream.max_values:
-            self.outcomes[sid, "clipped"] += 1
-            return
-        else:
-            bucket[user] = (*held, value)
-        self.outcomes[sid, "accepted"] += 1
+        buckets, min_offset, closed_through = part.buckets, part.min_offset, part.closed_through
+        streams, domains, slot_s, partition_of = (
+            self.streams, self.domains, self._slot_s, self._partition_of)  # fmt: skip
+        counted: Counter[tuple[str, str]] = Counter()
+        bad: list[tuple[BadEvent, Any]] = []
+        max_ts = part.max_ts
+        for rec in records:
+            key = rec.key
+            try:
+                sid, user, ts, value = decode_event(rec.value, domains)
+                if key is None or key != user.encode():
+                    raise BadEvent("key_mismatch", "the message key must be the event's user")
+                p = partition_of.get(key)
+                if (p if p is not None else self._partition(key)) != partition:
+                    raise BadEvent("wrong_partition", "not the partition the user's key hashes to")
+                stream = streams[sid]
+                if stream.clock == "wall":
+                    if ts > wall_now + max(MAX_FUTURE_S, 2 * stream.slot_s):
+                        raise BadEvent("bad_time", f"ts {ts} is in the future")
+                elif self.watermark is None or ts > self.watermark:
+                    self.watermark = ts
+            except BadEvent as exc:
+                bad.append((exc, rec))
+                continue
+            if ts > max_ts:
+                max_ts = ts
+            slot = int(ts // slot_s[sid])
+            closed = closed_through.get(sid)
+            if closed is not None and slot <= closed:
+                counted[sid, "late"] += 1
+                continue
+            open_slot = (sid, slot)
+            bucket = buckets.get(open_slot)
+            if bucket is None:
+                bucket = buckets[open_slot] = {}
+                min_offset[open_slot] = rec.offset
+            held = bucket.get(user)
+            l_max = stream.max_values
+            if held is None:
+                bucket[user] = value if l_max == 1 else (value,)
+            elif l_max == 1 or value in held:
+                counted[sid, "duplicate"] += 1
+                continue
+            elif len(held) >= l_max:
+                counted[sid, "clipped"] += 1
+                continue
+            else:
+                bucket[user] = (*held, value)
+            counted[sid, "accepted"] += 1
+        part.max_ts = max_ts
+        self.outcomes.update(counted)
+        return bad
 
     # -- closing ------------------------------------------------------------------------------
     def progress(self, stream: StreamConfig, partition: int) -> float | None:
@@ -213,7 +258,10 @@ class Collector:
         if stream.clock == "event":
             return self.watermark
         if part.fetched_at - part.healthy_since >= stream.grace_s:
-            now = max(part.max_ts, part.fetched_at if part.at_end else -math.inf)
+            # Never past the wall clock: events stamped in the future (clock skew, or a producer
+            # stamping ahead) must not close slots before their time.
+            read = min(part.max_ts, part.fetched_at)
+            now = max(read, part.fetched_at if part.at_end else -math.inf)
             part.progress[stream.id] = max(part.progress.get(stream.id, -math.inf), now)
         found = part.progress.get(stream.id)
         return None if found is None or found == -math.inf else found

@@ -60,6 +60,7 @@ class IngestService(BatchConsumer):
     """Batched consumption of ``events`` into per-slot partials; see the module docstring."""
 
     consumer_options = {"max_partition_fetch_bytes": 4 << 20, "fetch_max_bytes": 16 << 20}
+    co_partitioned = True  # preferences partition p holds the users of events partition p
     collector: Collector
 
     def __init__(
@@ -85,6 +86,11 @@ class IngestService(BatchConsumer):
 
     def _apply_side_input(self, record: Any) -> None:
         if record.key is None:
+            return
+        if not self.collector.owns(record.key, record.partition):
+            # Co-partitioned with events: a record elsewhere would set nobody's level here.
+            self.policy(BadEvent("wrong_partition", "preference not in its key's partition"),
+                        record, log)  # fmt: skip
             return
         user = record.key.decode("utf-8", "replace")
         level = decode_preference(record.value)
@@ -119,12 +125,8 @@ class IngestService(BatchConsumer):
                 p = tp.partition
                 if p not in collector.partitions:
                     continue
-                add = collector.add
-                for rec in records:
-                    try:
-                        add(p, rec.offset, rec.key, rec.value, wall)
-                    except BadEvent as exc:
-                        policy(exc, rec, log)
+                for exc, rec in collector.add_batch(p, records, wall):
+                    policy(exc, rec, log)
             await self._observe_fetches(wall)
             if not self.consuming:
                 await self._check_caught_up()

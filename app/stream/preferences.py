@@ -74,6 +74,11 @@ class Preferences:
             del hist.changes[0]
             hist.truncated = True
 
+    def forget(self, users: Iterable[str]) -> None:
+        """Drop the histories of ``users`` (their partition moved to another worker)."""
+        for user in list(users):
+            self.users.pop(user, None)
+
     def group(self, stream: StreamConfig, user: str, slot: int) -> int | None:
         """The level index ``user``'s value in ``slot`` counts under, or None (not counted)."""
         hist = self.users.get(user)

@@ -164,3 +164,21 @@ def test_a_stream_with_max_values_keeps_the_first_l_distinct_values(tmp_path):
     [partial] = flush(c, 120.5)
     assert partial.counts == [1, 0, 1, 0, 1, 1]  # u: a, c (strict); v: b, c (loose)
     assert c.take_outcomes() == {("s", "accepted"): 4, ("s", "duplicate"): 1, ("s", "clipped"): 2}
+
+
+def test_a_revoked_partition_takes_its_users_levels_along(tmp_path):
+    """Levels are held per partition: revoking one forgets the levels of its users only (the
+    next owner reads them from the co-partitioned preferences partition)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(YAML)
+    c = Collector(load_streams(path, env={}), partitions_total=4)
+    for p in range(4):
+        c.assign(p)
+    users = [f"user-{i}" for i in range(20)]
+    for user in users:
+        c.set_preference(user, "loose", 0.0)
+    gone = {u for u in users if partition_for(u.encode(), 4) == 2}
+    assert gone and c.owns(next(iter(gone)).encode(), 2)
+    c.revoke(2)
+    assert set(c.preferences.users) == set(users) - gone
+    assert not c.owns(next(iter(gone)).encode(), 2)
