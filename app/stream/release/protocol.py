@@ -44,6 +44,7 @@ from app.stream import status
 from app.stream.config import Settings, StreamConfig
 from app.stream.errors import ConfigError
 from app.stream.records import encode_release
+from app.stream.release import faults
 from app.stream.release.entry import LedgerEntry
 from app.stream.topics import Topics
 
@@ -168,6 +169,8 @@ class Publisher:
         if recorded is not None:
             recorded()
         await self.persist()  # 3. Persist.
+        if len(releases) > 1:
+            faults.after_period_record()  # tests only: kill -9 here on request
         if outbox:
             await self.publish(stream, entry)  # 4. Publish, 5. Mark.
         now = time.time()
