@@ -75,9 +75,18 @@ QUICK = Settings(central_cases=(("add/remove", "boundary"), ("replace", "jumps")
 # -- central ------------------------------------------------------------------------------------
 
 
+def public_population(a: np.ndarray, b: np.ndarray) -> list[int]:
+    """Users per group that both inputs ``(T, m, d)`` of a pair are run with: the most either
+    holds at any slot. The auditor fixes it before any trial, the same for A and B, as a
+    service configures it; OBS must never see a side's own row sums (issue 16)."""
+    most = np.maximum(a.sum(axis=2).max(axis=0), b.sum(axis=2).max(axis=0))
+    return [int(n) for n in most]
+
+
 def run_central(
     build: Callable[[], Any],
     counts: np.ndarray,
+    population: list[int],
     trials: int,
     rng: np.random.Generator,
     progress: Progress,
@@ -89,7 +98,7 @@ def run_central(
     for i in range(trials):
         m = build()
         for s in range(slots):
-            r = m.step(counts[s], rng)
+            r = m.step(counts[s], rng, population)
             hist[i, s] = r.histogram
             status[i, s] = STATUS_CODES[r.status]
         progress(1)
@@ -130,9 +139,10 @@ class CentralAdapter:
         a = np.concatenate([pair.a, np.repeat(pair.a[-1:], pad, axis=0)])
         b = np.concatenate([pair.b, np.repeat(pair.b[-1:], pad, axis=0)])
         start = cls.for_stream(d, list(groups), sensitivity=pair.sensitivity)
+        population = public_population(a, b)
         prefix_rng = np.random.default_rng(prefix_seed)
         for s in range(pair.prefix):
-            start.step(a[s], prefix_rng)
+            start.step(a[s], prefix_rng, population)
         blob = start.state_dict()
 
         def build() -> Any:
@@ -142,7 +152,7 @@ class CentralAdapter:
 
         def run(side: str, trials: int, rng: np.random.Generator, progress: Progress) -> Runs:
             counts = (a if side == "A" else b)[pair.prefix :]
-            return self._run(build, counts, pair.prefix, trials, rng, progress)
+            return self._run(build, counts, population, pair.prefix, trials, rng, progress)
 
         slots = a.shape[0] - pair.prefix
         mid = np.asarray((a + b).sum(axis=1) / 2.0)[pair.prefix :]
@@ -162,12 +172,13 @@ class CentralAdapter:
         self,
         build: Callable[[], Any],
         counts: np.ndarray,
+        population: list[int],
         prefix: int,
         trials: int,
         rng: np.random.Generator,
         progress: Progress,
     ) -> Runs:
-        return run_central(build, counts, trials, rng, progress)
+        return run_central(build, counts, population, trials, rng, progress)
 
     @staticmethod
     def prober(
@@ -176,7 +187,11 @@ class CentralAdapter:
         def publishes(level: int, probes: int) -> float:
             counts = np.zeros((len(groups), d), dtype=np.int64)
             counts[g, 0] = level
-            fresh = [cls.for_stream(d, list(groups)).step(counts, rng).fresh for _ in range(probes)]
+            users = [int(n) for n in counts.sum(axis=1)]  # the probe's fixed scenario, no pair
+            fresh = [
+                cls.for_stream(d, list(groups)).step(counts, rng, users).fresh
+                for _ in range(probes)
+            ]
             return float(np.mean(fresh))
 
         return publishes
@@ -227,6 +242,7 @@ class GraphAdapter(CentralAdapter):
 def run_period(
     build: Callable[[], Any],
     counts: np.ndarray,
+    population: list[int],
     offset: int,
     trials: int,
     rng: np.random.Generator,
@@ -241,7 +257,7 @@ def run_period(
     for i in range(trials):
         m = build()
         for s in range(slots):
-            for r in m.step(counts[s], rng):
+            for r in m.step(counts[s], rng, population):
                 k = r.slot - offset - 1
                 if k >= 0:
                     hist[i, k] = r.histogram
@@ -269,12 +285,13 @@ class PeriodAdapter(CentralAdapter):
         self,
         build: Callable[[], Any],
         counts: np.ndarray,
+        population: list[int],
         prefix: int,
         trials: int,
         rng: np.random.Generator,
         progress: Progress,
     ) -> Runs:
-        return run_period(build, counts, prefix, trials, rng, progress)
+        return run_period(build, counts, population, prefix, trials, rng, progress)
 
     @staticmethod
     def prober(

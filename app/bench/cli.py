@@ -248,13 +248,14 @@ def _replay_central(args: argparse.Namespace) -> tuple[Any, Any]:
 
     groups = [Group(w, eps) for w, eps in REPLAY_GROUPS]
     rng = np.random.default_rng(args.seed)
-    counts = group_counts(args.stream, args.slots, [args.users // 2] * 2, rng)
+    sizes = [args.users // 2] * 2  # users per group: the public population OBS takes
+    counts = group_counts(args.stream, args.slots, sizes, rng)
     mech = create(args.mechanism, d=2, groups=groups)
     print(f"{mech.name}: {mech.describe()}")
     print(f"stream {args.stream}, {args.users} users, groups {groups}")
     released = []
     for c in counts:
-        r = mech.step(c, rng)
+        r = mech.step(c, rng, sizes)
         released.append(r.histogram)
         hist = " ".join(f"{x:9.1f}" for x in r.histogram)
         true = " ".join(f"{x:6d}" for x in c.sum(axis=0))

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from app.bench.replay import group_counts
+from app.bench.replay import group_counts, group_sizes
 from app.dp.registry import create, names
 from app.dp.types import Group
 
@@ -85,19 +85,27 @@ def _slot_counts(
     :func:`group_counts`, whose time per slot is returned.
     """
     values = rng.integers(0, d, size=(slots, n), dtype=np.int16 if d < 2**15 else np.int32)
-    user_group = np.arange(n) * m // max(n, 1)
+    user_group = user_groups(n, m)
     began = time.perf_counter()
     counts = group_counts(values, user_group, m, d)
     return counts, (time.perf_counter() - began) / slots
 
 
-def _time_steps(name: str, d: int, m: int, counts: npt.NDArray[np.int64], seed: int) -> float:
-    """Seconds per ``step`` of a fresh mechanism over the slots of ``counts``."""
+def user_groups(n: int, m: int) -> npt.NDArray[np.int64]:
+    """The group of each of ``n`` users: ``m`` contiguous, nearly equal blocks."""
+    return np.arange(n, dtype=np.int64) * m // max(n, 1)
+
+
+def _time_steps(
+    name: str, d: int, m: int, n: int, counts: npt.NDArray[np.int64], seed: int
+) -> float:
+    """Seconds per ``step`` of a fresh mechanism over the slots of ``counts`` (``n`` users)."""
     mech = create(name, d=d, groups=groups_for(m))
+    population = group_sizes(user_groups(n, m), m)
     rng = np.random.default_rng(seed)
     began = time.perf_counter()
     for c in counts:
-        mech.step(c, rng)
+        mech.step(c, rng, population)
     return (time.perf_counter() - began) / len(counts)
 
 
@@ -182,7 +190,7 @@ def step_times(
     host = machine()
     warm, _ = _slot_counts(base_d, base_m, 100, 5, np.random.default_rng(seed))
     for name in mechs:  # first calls pay for imports and caches: keep them out of the table
-        _time_steps(name, base_d, base_m, warm, seed)
+        _time_steps(name, base_d, base_m, 100, warm, seed)
     rows: list[dict[str, Any]] = []
     for axis in AXES:
         for x in sweeps[axis]:
@@ -191,7 +199,8 @@ def step_times(
             counts, aggregate_s = _slot_counts(point["d"], point["m"], point["N"], slots, rng)
             for name in mechs:
                 best = min(
-                    _time_steps(name, point["d"], point["m"], counts, seed) for _ in range(repeats)
+                    _time_steps(name, point["d"], point["m"], point["N"], counts, seed)
+                    for _ in range(repeats)
                 )
                 rows.append(
                     {
@@ -257,7 +266,8 @@ def tdrive_replay(
     began = time.perf_counter()
     ds = load_tdrive(**dataset_options)
     load_s = time.perf_counter() - began
-    user_group = np.arange(ds.N) * m // max(ds.N, 1)
+    user_group = user_groups(ds.N, m)
+    population = group_sizes(user_group, m)  # every taxi, whether or not it has a record
     began = time.perf_counter()
     counts = group_counts(ds.values, user_group, m, ds.d)
     aggregate_s = time.perf_counter() - began
@@ -270,7 +280,7 @@ def tdrive_replay(
         fresh = 0
         began = time.perf_counter()
         for c in counts:
-            fresh += mech.step(c, rng).fresh
+            fresh += mech.step(c, rng, population).fresh
         replay_s = time.perf_counter() - began
         rows.append(
             {

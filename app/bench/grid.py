@@ -47,7 +47,7 @@ from tqdm import tqdm
 
 from app.bench import measures
 from app.bench.datasets import LOADERS, load
-from app.bench.replay import group_counts
+from app.bench.replay import group_counts, group_sizes
 from app.bench.simulate import run_local
 from app.dp.registry import create, get
 from app.dp.types import Group
@@ -132,19 +132,26 @@ def assign(
     return groups, tuple(groups.index(g) for g in per_type)
 
 
-def run_task(task: Task, type_counts: Counts, mre_floor: float) -> dict[str, Any]:
-    """Replay the stream through one central mechanism and measure it against the truth."""
+def run_task(
+    task: Task, type_counts: Counts, type_users: Counts, mre_floor: float
+) -> dict[str, Any]:
+    """Replay the stream through one central mechanism and measure it against the truth.
+
+    ``type_users`` is the number of users of each type: the public population OBS takes.
+    """
     cls = get(task.mechanism)
     personalized = bool(getattr(cls, "personalized", True))
     m_groups = len(task.groups) if personalized else 1
     counts = np.zeros((type_counts.shape[0], m_groups, type_counts.shape[2]), dtype=np.int64)
+    population = np.zeros(m_groups, dtype=np.int64)
     for k, g in enumerate(task.type_group):
         counts[:, g if personalized else 0] += type_counts[:, k]
+        population[g if personalized else 0] += type_users[k]
     groups = list(task.groups) if personalized else [Group(task.w, task.eps)]
     mech = create(task.mechanism, d=type_counts.shape[2], groups=groups)
     rng = np.random.default_rng([task.seed, 7919])
     start = time.perf_counter()
-    releases = [mech.step(c, rng) for c in counts]
+    releases = [mech.step(c, rng, population) for c in counts]
     seconds = time.perf_counter() - start
     r = np.array([x.histogram for x in releases])
     fresh = float(np.mean([x.fresh for x in releases]))
@@ -222,12 +229,13 @@ def load_options(grid: Grid, seed: int) -> dict[str, Any]:
     return options
 
 
-def type_counts_for(grid: Grid, seed: int) -> Counts:
-    """The dataset of ``seed`` aggregated per user type: ``(T, TYPES, d)``."""
+def type_counts_for(grid: Grid, seed: int) -> tuple[Counts, Counts]:
+    """The dataset of ``seed`` aggregated per user type, ``(T, TYPES, d)``, and the number of
+    users of each type, ``(TYPES,)``."""
     data = load(grid.dataset, **load_options(grid, seed))
     n = data.values.shape[1]
     user_type = (np.arange(n) * TYPES) // max(n, 1)
-    return group_counts(data.values, user_type, TYPES, data.d)
+    return group_counts(data.values, user_type, TYPES, data.d), group_sizes(user_type, TYPES)
 
 
 def run_grid(grid: Grid, jobs: int | None = None, progress: bool = True) -> list[dict[str, Any]]:
@@ -239,12 +247,12 @@ def run_grid(grid: Grid, jobs: int | None = None, progress: bool = True) -> list
     bar = tqdm(total=total, desc=f"bench {grid.dataset}", disable=not progress, unit="run")
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for seed in grid.seeds:
-            data = type_counts_for(grid, seed)
+            data, users = type_counts_for(grid, seed)
             options = load_options(grid, seed)
             futures = [
                 pool.submit(run_local_task, t, grid.dataset, options, data, grid.mre_floor)
                 if t.mechanism in LOCAL_PERSONALIZED
-                else pool.submit(run_task, t, data, grid.mre_floor)
+                else pool.submit(run_task, t, data, users, grid.mre_floor)
                 for t in tasks(grid, seed)
             ]
             for f in futures:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["group_counts"]
+__all__ = ["group_counts", "group_sizes"]
 
 _BLOCK_CELLS = 1 << 22  # about 4M (slot, user) pairs per bincount: bounds temporary memory
 
@@ -62,3 +62,15 @@ def group_counts(
         key = key[block >= 0]
         out[lo : lo + rows] = np.bincount(key, minlength=rows * m * d).reshape(rows, m, d)
     return out
+
+
+def group_sizes(user_group: npt.ArrayLike, m: int) -> npt.NDArray[np.int64]:
+    """Users per requirement group: the public ``n_g`` that OBS takes (spec seed-000 §1.2).
+
+    It counts every user of the group, whether or not the user has a record at a given slot,
+    so it never depends on the data; pass it as ``population`` to a central ``step``.
+
+    >>> group_sizes([0, 1, 1, 2], m=4).tolist()
+    [1, 2, 1, 0]
+    """
+    return np.bincount(np.asarray(user_group, dtype=np.int64), minlength=m).astype(np.int64)

@@ -48,6 +48,8 @@ class Trajectories:
     page_groups: list[list[int]]
     process_var: float
     clipped_share: float
+    slot_users: int
+    """Sessions assigned to a slot (at most): the public population BD's OBS takes."""
 
 
 def read_sessions(path: Path | None = None) -> list[list[int]]:
@@ -113,7 +115,9 @@ def load(slots: int = 768, cap: int = 5, calibration: float = 0.1, top_k: int = 
     calib, _, _ = slot_counts(public, max(2, slots * held // max(len(released), 1)), d, cap)
     graph = successor_graph(public, d, top_k)
     q = float(np.diff(calib, axis=0).var(axis=0).mean())
-    return Trajectories(counts, graph, ball_groups(graph), q, clipped / max(kept + clipped, 1))
+    share = clipped / max(kept + clipped, 1)
+    slot_users = -(-len(released) // slots)  # sessions are spread evenly over the slots
+    return Trajectories(counts, graph, ball_groups(graph), q, share, slot_users)
 
 
 def errors(truth: npt.NDArray[np.int64], out: npt.NDArray[np.float64]) -> tuple[float, float]:
@@ -137,7 +141,8 @@ def run_one(
         params["process_var"] = data.process_var
     m = create(name, **params)
     rng = np.random.default_rng(seed)
-    out = np.array([m.step(c[None, :], rng).histogram for c in data.counts])
+    users = [data.slot_users]
+    out = np.array([m.step(c[None, :], rng, users).histogram for c in data.counts])
     return errors(data.counts, out)
 
 

@@ -55,9 +55,20 @@ def random_groups(rng: np.random.Generator, max_groups: int = 5) -> list[Group]:
     ]
 
 
+USERS_PER_GROUP = 10**5
+"""The public population per group the checks pass to ``step`` (the scale of
+:func:`random_stream`'s cells); fixed before the data, as a service configures it."""
+
+
+def population(mechanism: Any) -> list[int]:
+    """The public users per declared group that the checks give ``mechanism.step``."""
+    return [USERS_PER_GROUP] * len(mechanism.groups)
+
+
 def run(mechanism: Any, stream: npt.NDArray[np.int64], rng: np.random.Generator) -> list[Release]:
     """Step ``mechanism`` through every slot of ``stream``."""
-    return [mechanism.step(counts, rng) for counts in stream]
+    users = population(mechanism)
+    return [mechanism.step(counts, rng, users) for counts in stream]
 
 
 def same_releases(a: list[Release], b: list[Release]) -> bool:
@@ -94,7 +105,7 @@ def check_state_msgpack(factory: Factory, rng: np.random.Generator) -> None:
         packed = msgpack.packb(blob, use_bin_type=True, strict_types=True)
         assert msgpack.unpackb(packed, raw=False, strict_map_key=True) == blob, f"slot {t}"
         if t < len(stream):
-            m.step(stream[t], rng)
+            m.step(stream[t], rng, population(m))
 
 
 def check_state_roundtrip(factory: Factory, rng: np.random.Generator) -> None:
@@ -141,7 +152,7 @@ def check_release_shape(factory: Factory, rng: np.random.Generator) -> None:
     stream = random_stream(rng, 200, len(m.groups), m.d)
     previous = np.zeros(m.d)
     for t, counts in enumerate(stream, start=1):
-        r = m.step(counts, rng)
+        r = m.step(counts, rng, population(m))
         assert r.slot == t and r.mechanism == m.name
         assert r.histogram.shape == (m.d,) and r.spent.shape == (len(m.groups),)
         assert (r.spent_dc >= 0).all() and (r.spent_pub >= 0).all()
@@ -157,7 +168,7 @@ def check_input_unchanged(factory: Factory, rng: np.random.Generator) -> None:
     counts = rng.integers(0, 1000, (len(m.groups), m.d))
     copy = counts.copy()
     for _ in range(5):
-        m.step(counts, rng)
+        m.step(counts, rng, population(m))
     assert np.array_equal(counts, copy)
 
 
@@ -181,6 +192,22 @@ def check_bad_params(factory: Factory, rng: np.random.Generator) -> None:
             raise AssertionError(f"{name}={value!r} was accepted")
 
 
+def check_population_required(factory: Factory, rng: np.random.Generator) -> None:
+    """A mechanism that runs OBS refuses a slot without the public population (issue 16): it
+    never falls back to the slot's own counts, which would make the noise scale data-driven."""
+    m = factory()
+    if not getattr(m, "uses_obs", False):
+        return
+    counts = rng.integers(0, 10, (len(m.groups), m.d))
+    try:
+        m.step(counts, rng)
+    except ParameterError as exc:
+        assert "population" in str(exc), str(exc)
+        assert m.t == 0, "a refused slot advanced the mechanism"
+    else:
+        raise AssertionError("step ran OBS without a public population")
+
+
 def check_docstring(factory: Factory, rng: np.random.Generator) -> None:
     """The class docstring has the Paper, Privacy, Examples... sections."""
     doc = inspect.getdoc(type(factory())) or ""
@@ -197,6 +224,7 @@ CENTRAL_CHECKS: tuple[Check, ...] = (
     check_input_unchanged,
     check_window_invariant,
     check_bad_params,
+    check_population_required,
     check_docstring,
 )
 

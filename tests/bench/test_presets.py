@@ -189,7 +189,7 @@ def test_plbu_runs_on_the_types_groups_and_releases_counts():
     assert plbu["amre"] > pbd["amre"] > 0
     # an almost noiseless GRR (eps_g / w_g = 50) returns the true counts: frequencies x N
     exact = Task("plbu", 50.0, 1, 0, (Group(1, 50.0),), (0,) * 10)
-    counts = type_counts_for(grid, 0)
+    counts, _ = type_counts_for(grid, 0)
     row = run_local_task(exact, "sin", {"N": 200, "T": 40, "seed": 0}, counts, 1.0)
     assert row["amre"] < 1e-9
 

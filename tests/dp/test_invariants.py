@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from app.dp.budget import within
-from app.dp.checks import random_stream, window_violations
+from app.dp.checks import population, random_stream, window_violations
 from app.dp.registry import create, names
 from app.dp.types import Group
 
@@ -62,7 +62,7 @@ def test_window_invariant_on_random_streams(name, groups, seed):
     rng = np.random.default_rng(seed)
     m = create(name, d=3, groups=groups)
     stream = random_stream(rng, SLOTS, len(groups), 3)
-    releases = [m.step(c, rng) for c in stream]
+    releases = [m.step(c, rng, population(m)) for c in stream]
     assert not window_violations(releases, groups)
     if name in PWSM:
         assert_halves(name, releases, groups)
@@ -77,6 +77,7 @@ def test_window_invariant_under_adversarial_decisions(name, groups, seed):
     decisions = rng.random(SLOTS) < rng.uniform(0.05, 0.95)
     m = create(name, d=2, groups=groups)
     m._publishes = lambda dis, threshold: bool(decisions[m.t])  # the adversary decides
-    releases = [m.step(np.array([[5, 5]] * len(groups)), rng) for _ in range(SLOTS)]
+    users = [10] * len(groups)
+    releases = [m.step(np.array([[5, 5]] * len(groups)), rng, users) for _ in range(SLOTS)]
     assert not window_violations(releases, groups)
     assert_halves(name, releases, groups)

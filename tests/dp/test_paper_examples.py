@@ -30,7 +30,8 @@ def scripted(name, groups, decisions, d=2, thresholds=None):
 def run(m, slots, seed=0):
     rng = np.random.default_rng(seed)
     counts = np.full((len(m.groups), m.d), 7)
-    return [m.step(counts, rng) for _ in range(slots)]
+    users = [7 * m.d] * len(m.groups)  # every user holds a value: the public population
+    return [m.step(counts, rng, users) for _ in range(slots)]
 
 
 def test_obs_example_2():

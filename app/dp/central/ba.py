@@ -53,8 +53,8 @@ class BA(PBA):
     >>> from app.dp.types import Group
     >>> m = BA(d=2, groups=[Group(4, 1.0)])
     >>> m._publishes = lambda dis, threshold: m.t + 1 >= 7  # scripted decisions
-    >>> [(r.status, float(r.spent_pub[0])) for r in (m.step([[5, 5]], np.random.default_rng(t))
-    ...  for t in range(11))][5:]  # doctest: +NORMALIZE_WHITESPACE
+    >>> steps = (m.step([[5, 5]], np.random.default_rng(t), [10]) for t in range(11))
+    >>> [(r.status, float(r.spent_pub[0])) for r in steps][5:]  # doctest: +NORMALIZE_WHITESPACE
     [('skip', 0.0), ('publish', 0.5), ('nullified', 0.0), ('nullified', 0.0),
      ('nullified', 0.0), ('publish', 0.125)]
 

@@ -45,6 +45,8 @@ class CentralMechanism(Mechanism):
     kind = "central"
     personalized: ClassVar[bool] = True
     publication_share: ClassVar[Fraction] = Fraction(1, 2)
+    uses_obs: ClassVar[bool] = False
+    """Whether ``step`` runs OBS, which needs the public ``population`` per group."""
 
     def __init__(
         self, d: int, groups: Sequence[Group], noise: str = "laplace", sensitivity: int = 1
@@ -108,14 +110,23 @@ class CentralMechanism(Mechanism):
         rng
             The only source of randomness.
         population
-            Public number of users per group, used by OBS to choose sampling thresholds. It
-            defaults to the row sums of ``counts``, which is the public population when every
-            user holds a value in every slot, as in all the paper's datasets; a service where
-            users may be silent passes a public figure (spec §1.2, §2.12). Any value keeps the
-            privacy guarantee: it only steers the threshold choice.
+            Public number of users per group. Required when the mechanism runs OBS
+            (:attr:`uses_obs`): OBS chooses the sampling threshold, hence the noise scale, from
+            it, so it must be a figure fixed before the data (a configured or published user
+            count, spec §1.2, §2.12), never the slot's row sums. Those would make the noise
+            scale a function of the data: a user joining a group could move the threshold, and
+            the privacy loss is then unbounded by the offered budgets (issue 16). Mechanisms
+            without OBS ignore it.
         """
         c = self._check_counts(counts)
-        pop = c.sum(axis=1) if population is None else np.asarray(population, dtype=np.int64)
+        if population is None:
+            if self.uses_obs:
+                raise ParameterError(
+                    f"population is required by {self.name}: OBS sets the noise scale from it; "
+                    "pass the public number of users per group, never the slot's counts"
+                )
+            population = [0] * len(self.groups)  # unused: no OBS in this mechanism
+        pop = np.asarray(population, dtype=np.int64)
         if pop.shape != (len(self.groups),) or (pop < 0).any():
             raise ParameterError(
                 f"population must be {len(self.groups)} non-negative ints, got {population!r}"

@@ -54,7 +54,7 @@ class BD(PBD):
     >>> from app.dp.types import Group
     >>> m = BD(d=2, groups=[Group(4, 1.0)])
     >>> rng = np.random.default_rng(1)
-    >>> [float(m.step([[10**6 * (t % 2), 0]], rng).spent_pub[0] * 64) for t in range(1, 6)]
+    >>> [float(m.step([[10**6 * (t % 2), 0]], rng, [10**6]).spent_pub[0] * 64) for t in range(1, 6)]
     [16.0, 8.0, 4.0, 2.0, 9.0]
 
     References

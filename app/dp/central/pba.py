@@ -69,8 +69,8 @@ class PBA(PWSMMechanism):
     >>> from app.dp.types import Group
     >>> m = PBA(d=2, groups=[Group(4, 1.0)])
     >>> rng = np.random.default_rng(0)
-    >>> data = [0, 0, 0, 10**6, 10**6, 0, 0, 0]
-    >>> [(r.status, int(r.spent_pub[0] * 8)) for r in (m.step([[x, 0]], rng) for x in data)]
+    >>> data, users = [0, 0, 0, 10**6, 10**6, 0, 0, 0], [10**6]  # users: public, for OBS
+    >>> [(r.status, int(r.spent_pub[0] * 8)) for r in (m.step([[x, 0]], rng, users) for x in data)]
     ... # doctest: +NORMALIZE_WHITESPACE
     [('skip', 0), ('skip', 0), ('skip', 0), ('publish', 4), ('nullified', 0), ('nullified', 0),
      ('nullified', 0), ('publish', 1)]

@@ -68,7 +68,7 @@ class PBD(PWSMMechanism):
     >>> from app.dp.types import Group
     >>> m = PBD(d=2, groups=[Group(4, 1.0)])
     >>> rng = np.random.default_rng(0)
-    >>> [float(m.step([[10**6 * (t % 2), 0]], rng).spent_pub[0] * 64) for t in range(1, 7)]
+    >>> [float(m.step([[10**6 * (t % 2), 0]], rng, [10**6]).spent_pub[0] * 64) for t in range(1, 7)]
     [16.0, 8.0, 4.0, 2.0, 9.0, 8.5]
 
     References

@@ -27,6 +27,8 @@ from app.dp.types import FloatArray, IntArray
 class PWSMMechanism(CentralMechanism):
     """The shared slot logic of PBD, PBA, BD and BA; see the module docstring."""
 
+    uses_obs = True
+
     def _offer(self, t: int) -> tuple[list[int], bool]:
         """Publication units offered to each budget group at slot ``t``, and nullified-or-not."""
         raise NotImplementedError

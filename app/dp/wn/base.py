@@ -156,8 +156,16 @@ class GraphMechanism(Mechanism):
         return 2.0 * a / (1.0 - a) ** 2
 
     # ------------------------------------------------------------------ one slot
-    def step(self, counts: npt.ArrayLike, rng: np.random.Generator) -> GraphRelease:
-        """Release one slot from the ``(groups, d)`` true counts (not modified)."""
+    def step(
+        self,
+        counts: npt.ArrayLike,
+        rng: np.random.Generator,
+        population: Sequence[int] | None = None,
+    ) -> GraphRelease:
+        """Release one slot from the ``(groups, d)`` true counts (not modified).
+
+        ``population`` is accepted for the central interface and ignored (no OBS here).
+        """
         c = np.array(counts, copy=True)
         if c.shape != (len(self.groups), self.d):
             raise ParameterError(

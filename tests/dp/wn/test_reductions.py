@@ -42,7 +42,7 @@ def test_stbd_over_the_whole_graph_spends_exactly_as_bd(graph, n, cap, groups):
     )
     counts = np.full((len(groups), d), 5)
     for _ in range(SLOTS):
-        a, b = bd.step(counts, rng), stbd.step(counts, rng)
+        a, b = bd.step(counts, rng, [5 * d] * len(groups)), stbd.step(counts, rng)
         assert a.status == b.status
         assert np.array_equal(a.spent_dc, b.spent_dc) and np.array_equal(a.spent_pub, b.spent_pub)
         assert np.allclose(b.spent_cells, b.spent[0], rtol=1e-12)  # one ledger for all pages

@@ -48,6 +48,7 @@ def test_every_mechanism_runs_through_the_registry():
         page_groups=trajectory.ball_groups(g),
         process_var=10.0,
         clipped_share=0.0,
+        slot_users=300,
     )
     rows = trajectory.sweep(data, "n", [1, 2], {"eps": 1.0, "w": 10, "n": 1}, cap=2, seeds=1)
     assert len(rows) == 2 * len(trajectory.MECHANISMS)
