@@ -214,16 +214,20 @@ class BatchConsumer(Service):
         tps = list(consumer.assignment())
         if not tps:
             return
-        ends = await consumer.end_offsets(tps) if until_end else {}
+        ends: dict[TopicPartition, int] = {}
+        if until_end:  # the ends the background fetches saw; a broker round trip only at first
+            seen = {tp: consumer.highwater(tp) for tp in tps}
+            ends = {tp: int(h) for tp, h in seen.items() if h is not None}
+            if len(ends) < len(tps):
+                ends = await consumer.end_offsets(tps)
         while True:
+            if until_end and all([await consumer.position(tp) >= ends[tp] for tp in tps]):
+                return  # at the end already: never wait for a fetch that brings nothing
             batches = await consumer.getmany(timeout_ms=0 if not until_end else 200)
             for records in batches.values():
                 for rec in records:
                     self._apply_side_input(rec)
             if not until_end:
-                return
-            positions = [await consumer.position(tp) for tp in tps]
-            if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
                 return
 
     async def _follow_assignment(self, consumer: AIOKafkaConsumer) -> None:
