@@ -30,7 +30,9 @@ from app.audit.pairs import (
     central_pair,
     local_pair,
 )
-from app.client.device import Device, Enrollment, ReportRefusedError
+from app.client.clock import When
+from app.client.device import Device, Enrollment
+from app.client.errors import ReportRefusedError
 from app.dp.local.base import Tally, mask_users
 from app.dp.oracles import make
 from app.dp.types import Group
@@ -317,7 +319,8 @@ def run_local(
     Every other asked device perturbs its fixed value with the request's oracle (vectorized);
     the target device (``device``, the SDK's :class:`~app.client.device.Device` unless a control
     swaps it, enrolled with the pair's claim) answers with ``respond``, which checks its own
-    ledger; its payload is aggregated like any report.
+    ledger (and its clock, on the one trusted clock of an offline run: :meth:`When.offline`);
+    its payload is aggregated like any report.
     """
     value = pair.values(side)
     hist = np.empty((trials, pair.slots, 0))
@@ -343,7 +346,7 @@ def run_local(
                     support[g] = oracle.support(oracle.perturb(pair.others[idx], rng))
                     counts[g] = idx.shape[0]
                 try:
-                    report = target.respond(request, value, rng)
+                    report = target.respond(request, value, rng, When.offline(request.slot))
                 except ReportRefusedError:
                     report = None
                 if report is not None:

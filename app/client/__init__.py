@@ -8,6 +8,8 @@ the producer that sends reports comes with the service wiring.
 
 from __future__ import annotations
 
-from app.client.device import Device, Enrollment, Report, ReportRefusedError
+from app.client.clock import ClockRefusedError, When
+from app.client.device import Device, Enrollment, Report
+from app.client.errors import ReportRefusedError
 
-__all__ = ["Device", "Enrollment", "Report", "ReportRefusedError"]
+__all__ = ["ClockRefusedError", "Device", "Enrollment", "Report", "ReportRefusedError", "When"]

@@ -5,10 +5,12 @@ eps)`` and group) and answers a :class:`~app.dp.local.base.CollectionRequest`:
 
 1. membership: it reports only if its bucket (``user mod buckets``) is in the request's cohort
    bitmap (or the request asks everybody);
-2. ledger: the budget it is asked for, in exact units of its own ``eps``, must fit every window
+2. clock: the request's wall-clock slot must agree with the device's own clock and with the last
+   slot it answered (:mod:`app.client.clock`), so the service cannot compress time;
+3. ledger: the budget it is asked for, in exact units of its own ``eps``, must fit every window
    of ``w`` slots on its own :class:`~app.dp.budget.SlotLedger`; otherwise it refuses
    (:class:`ReportRefusedError`) even though the service asked (spec ``seed-004`` §1.5);
-3. spend, then perturb: it records the spending, then perturbs its true value with the
+4. spend, then perturb: it records the spending, then perturbs its true value with the
    request's oracle at the budget its own ledger computed from the units, and returns the
    :class:`Report`.
 
@@ -22,13 +24,14 @@ The device never sends its true value; the randomness comes from the generator i
 >>> devices = [Device(Enrollment(user=i, w=2, eps=1.0)) for i in range(6)]
 >>> [d.asked(request) for d in devices]
 [True, False, True, False, True, False]
->>> report = devices[0].respond(request, 3, np.random.default_rng(1))
+>>> when = When.offline(request.slot)  # one process, one trusted clock
+>>> report = devices[0].respond(request, 3, np.random.default_rng(1), when)
 >>> report.user, report.slot, report.round, report.oracle, len(report.payload)
 (0, 1, 'publication', 'grr', 1)
->>> devices[0].respond(request, 3, np.random.default_rng(2))  # doctest: +ELLIPSIS
+>>> devices[0].respond(request, 3, np.random.default_rng(2), when)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-app.client.device.ReportRefusedError: user 0 refuses slot 1 publication: its window of 2 slots ...
+app.client.errors.ReportRefusedError: user 0 refuses slot 1 publication: its window of 2 slots ...
 """
 
 from __future__ import annotations
@@ -38,31 +41,25 @@ from typing import Any
 
 import numpy as np
 
+from app.client.clock import DEFAULT_TOLERANCE_S, DeviceClock, When
+from app.client.errors import ReportRefusedError
 from app.dp.budget import SlotLedger, within
-from app.dp.errors import DPError, ParameterError
+from app.dp.errors import ParameterError
 from app.dp.local.base import CollectionRequest
 from app.dp.oracles import ORACLES, Payload, make
 from app.dp.types import Group
 
 
-class ReportRefusedError(DPError):
-    """The device refused a collection request that would exceed its own privacy budget.
-
-    An honest service never triggers this: it means the service asked the user again within
-    its window, asked more budget than its window has left, or describes another requirement
-    than the device's. Nothing was sent. The service's population ledger or configuration is
-    wrong; report the numbers in the message.
-    """
-
-
 @dataclass(frozen=True)
 class Enrollment:
-    """What a device got at registration: its user index, requirement and group."""
+    """What a device got at registration: its user index, requirement and group, and the
+    stream's slot length in seconds (None: pinned by the first request it answers)."""
 
     user: int
     w: int
     eps: float
     group: int = 0
+    slot_s: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.user, bool) or not isinstance(self.user, int) or self.user < 0:
@@ -96,19 +93,21 @@ class Report:
 class Device:
     """One user's device: answers collection requests within its own ledger."""
 
-    def __init__(self, enrollment: Enrollment) -> None:
+    def __init__(self, enrollment: Enrollment, tolerance_s: float = DEFAULT_TOLERANCE_S) -> None:
         self.enrollment = enrollment
         self.ledger = SlotLedger(Group(enrollment.w, enrollment.eps))
+        self.clock = DeviceClock(enrollment.slot_s, tolerance_s)
 
     def asked(self, request: CollectionRequest) -> bool:
         """Whether the request's cohort includes this device."""
         return request.asks(self.enrollment.user)
 
     def respond(
-        self, request: CollectionRequest, value: int, rng: np.random.Generator
+        self, request: CollectionRequest, value: int, rng: np.random.Generator, when: When
     ) -> Report | None:
-        """The report for ``request`` (None if not asked); refuse beyond the device's window."""
-        eps = self.admit(request, value)
+        """The report for ``request`` received ``when`` (None if not asked); refuse beyond the
+        device's window or off its clock."""
+        eps = self.admit(request, value, when)
         if eps is None:
             return None
         me = self.enrollment
@@ -119,18 +118,20 @@ class Device:
             payload,
         )  # fmt: skip
 
-    def admit(self, request: CollectionRequest, value: int) -> float | None:
-        """Steps 1-2 and the spending of step 3: the budget to perturb with, or None if not asked.
+    def admit(self, request: CollectionRequest, value: int, when: When) -> float | None:
+        """Steps 1-3 and the spending of step 4: the budget to perturb with, or None if not asked.
 
         After it returns a budget the spending is recorded, so the caller must perturb and send
         (:meth:`respond` does; :class:`~app.client.fleet.Fleet` perturbs many devices at once).
-        Raises :class:`ReportRefusedError` when the request does not fit the device's ledger.
+        Raises :class:`ReportRefusedError` when the request does not fit the device's ledger,
+        and :class:`~app.client.clock.ClockRefusedError` when it does not fit its clock.
         """
         if not self.asked(request):
             return None
         me = self.enrollment
         if not 0 <= int(value) < request.d:
             raise ParameterError(f"value must lie in [0, d={request.d}), got {value!r}")
+        self.clock.check(request.slot, when)
         if me.group >= len(request.units):
             raise ReportRefusedError(f"user {me.user}: request has no entry for group {me.group}")
         units, oracle_name = request.units[me.group], request.oracle[me.group]
@@ -151,14 +152,20 @@ class Device:
                 f", asked {eps:.6g}, limit {me.eps:.6g}"
             )
         self.ledger.record(request.slot, units)  # spend before drawing
+        self.clock.record(request.slot, when)
         return eps
 
     def state_dict(self) -> dict[str, Any]:
         """The device's ledger as plain values (to persist across restarts)."""
-        return {"user": self.enrollment.user, "ledger": self.ledger.state_dict()}
+        return {
+            "user": self.enrollment.user,
+            "ledger": self.ledger.state_dict(),
+            "clock": self.clock.state_dict(),
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`; refuses another user's ledger."""
         if state.get("user") != self.enrollment.user:
             raise ParameterError(f"state belongs to user {state.get('user')!r}")
         self.ledger.load_state(state["ledger"])
+        self.clock.load_state(state["clock"])

@@ -11,10 +11,11 @@ perturbing each one alone. Used by the device simulator (:mod:`app.tools.simulat
 >>> service = LPU(d=3, eps=1.0, w=2, users=8)
 >>> request = service.open_slot(np.random.default_rng(0))
 >>> fleet = Fleet([Enrollment(user=i, w=2, eps=1.0) for i in range(8)])
->>> answer = fleet.respond(request, np.zeros(8, dtype=np.int64), np.random.default_rng(1))
+>>> values, when = np.zeros(8, dtype=np.int64), When.offline(request.slot)
+>>> answer = fleet.respond(request, values, np.random.default_rng(1), when)
 >>> [r.user for r in answer.reports], answer.refused
 ([0, 2, 4, 6], [])
->>> again = fleet.respond(request, np.zeros(8, dtype=np.int64), np.random.default_rng(2))
+>>> again = fleet.respond(request, values, np.random.default_rng(2), when)
 >>> again.reports, again.refused
 ([], [0, 2, 4, 6])
 """
@@ -27,35 +28,44 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from app.client.device import Device, Enrollment, Report, ReportRefusedError
+from app.client.clock import DEFAULT_TOLERANCE_S, ClockRefusedError, When
+from app.client.device import Device, Enrollment, Report
+from app.client.errors import ReportRefusedError
 from app.dp.local.base import CollectionRequest
 from app.dp.oracles import make
 
 
 @dataclass
 class Answer:
-    """What a fleet sent for one request, and who refused (user indices)."""
+    """What a fleet sent for one request, and who refused (user indices): over budget
+    (``refused``) or off the device's clock (``clock_refused``)."""
 
     reports: list[Report] = field(default_factory=list)
     refused: list[int] = field(default_factory=list)
+    clock_refused: list[int] = field(default_factory=list)
     no_value: int = 0
 
 
 class Fleet:
     """Devices of one stream, indexed by their position; see the module docstring."""
 
-    def __init__(self, enrollments: Sequence[Enrollment]) -> None:
-        self.devices = [Device(e) for e in enrollments]
+    def __init__(
+        self, enrollments: Sequence[Enrollment], tolerance_s: float = DEFAULT_TOLERANCE_S
+    ) -> None:
+        self.devices = [Device(e, tolerance_s) for e in enrollments]
 
     def respond(
         self,
         request: CollectionRequest,
         values: npt.ArrayLike,
         rng: np.random.Generator,
+        when: When,
     ) -> Answer:
         """Every asked device's report; ``values[i]`` is device ``i``'s true value (< 0: none).
 
-        A device without a value this slot does not answer (and spends nothing).
+        ``when`` is the request's wall-clock slot and the devices' clock on receipt. A device
+        without a value this slot does not answer (and spends nothing); a refusal is counted
+        in the :class:`Answer`, never raised.
         """
         v = np.asarray(values, dtype=np.int64)
         out = Answer()
@@ -67,7 +77,10 @@ class Fleet:
                 out.no_value += 1
                 continue
             try:
-                eps = device.admit(request, int(v[i]))
+                eps = device.admit(request, int(v[i]), when)
+            except ClockRefusedError:
+                out.clock_refused.append(device.enrollment.user)
+                continue
             except ReportRefusedError:
                 out.refused.append(device.enrollment.user)
                 continue

@@ -8,7 +8,9 @@ the stored bytes of a pending request after a crash: counted as ``duplicates``, 
 asks :class:`ValueSource` for every device's true value at
 the request's slot, and produces one ``reports`` record per report (key: the user index as
 decimal text; value: the report's fields plus ``stream``, msgpack). A device the service asks
-beyond its window refuses: nothing is sent, and the refusal is counted in :class:`Stats`.
+beyond its window refuses: nothing is sent, and the refusal is counted in :class:`Stats`; so
+does a device whose own clock disagrees with the request's wall-clock slot (``start``, ``end``;
+:mod:`app.client.clock`), counted as ``clock_refused``.
 
 True values (``--values``):
 
@@ -31,6 +33,7 @@ import msgpack
 import numpy as np
 import numpy.typing as npt
 
+from app.client.clock import DEFAULT_TOLERANCE_S, When
 from app.client.device import Enrollment
 from app.client.fleet import Fleet
 from app.dp.local.base import CollectionRequest
@@ -83,13 +86,15 @@ class Stats:
     expired: int = 0
     reports: int = 0
     refused: int = 0
+    clock_refused: int = 0
     no_value: int = 0
     duplicates: int = 0
 
     def line(self) -> str:
         return (
             f"requests={self.requests} expired={self.expired} reports={self.reports} "
-            f"refused={self.refused} no_value={self.no_value} duplicates={self.duplicates}"
+            f"refused={self.refused} clock_refused={self.clock_refused} "
+            f"no_value={self.no_value} duplicates={self.duplicates}"
         )
 
 
@@ -106,7 +111,7 @@ def enrollments(stream: Any, devices: int) -> list[Enrollment]:
     for i in range(devices):
         g = int(np.searchsorted(edges, i, side="right"))
         level = stream.levels[min(g, len(stream.levels) - 1)]
-        out.append(Enrollment(user=i, w=level.w, eps=level.eps, group=g))
+        out.append(Enrollment(user=i, w=level.w, eps=level.eps, group=g, slot_s=stream.slot_s))
     return out
 
 
@@ -120,10 +125,12 @@ def run_devices(
     stop: threading.Event,
     rng: np.random.Generator,
     stats: Stats | None = None,
+    tolerance_s: float = DEFAULT_TOLERANCE_S,
 ) -> Stats:
     """Answer ``stream``'s requests with ``devices`` simulated devices until ``stop`` is set.
 
-    ``consumer_config`` is a librdkafka configuration (``bootstrap.servers`` and security).
+    ``consumer_config`` is a librdkafka configuration (``bootstrap.servers`` and security);
+    ``tolerance_s`` is how far the devices' clock may disagree with the service's.
     """
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -132,7 +139,7 @@ def run_devices(
             f"devices ({devices}) must be at most the registered users ({stream.users})"
         )
     stats = stats if stats is not None else Stats()
-    fleet = Fleet(enrollments(stream, devices))
+    fleet = Fleet(enrollments(stream, devices), tolerance_s)
     consumer = Consumer(
         {
             **consumer_config,
@@ -158,9 +165,10 @@ def run_devices(
             if msg is None or msg.error() or msg.value() is None:
                 continue
             req = msgpack.unpackb(msg.value() or b"", raw=False)
+            received = time.time()  # the devices' own clock
             if req.get("stream") != stream.id:
                 continue
-            if time.time() > float(req["deadline"]):
+            if received > float(req["deadline"]):
                 stats.expired += 1
                 continue
             if msg.value() in answered:
@@ -169,7 +177,8 @@ def run_devices(
             answered.add(msg.value() or b"")
             request = CollectionRequest.from_dict(req["request"])
             stats.requests += 1
-            answer = fleet.respond(request, values.at(request.slot), rng)
+            answer = fleet.respond(request, values.at(request.slot), rng,
+                                   When.on_wire(req, received))  # fmt: skip
             for report in answer.reports:
                 body = report.to_dict()
                 body["stream"] = stream.id
@@ -178,11 +187,13 @@ def run_devices(
             producer.flush(30)
             stats.reports += len(answer.reports)
             stats.refused += len(answer.refused)
+            stats.clock_refused += len(answer.clock_refused)
             stats.no_value += answer.no_value
-            if answer.refused:
+            if answer.refused or answer.clock_refused:
                 log.warning(
-                    "devices refused stream=%s slot=%d round=%s refused=%d",
+                    "devices refused stream=%s slot=%d round=%s refused=%d clock_refused=%d",
                     stream.id, request.slot, request.round, len(answer.refused),
+                    len(answer.clock_refused),
                 )  # fmt: skip
             log.info("answered stream=%s slot=%d round=%s reports=%d", stream.id, request.slot,
                      request.round, len(answer.reports))  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.client import Device, Enrollment, ReportRefusedError
+from app.client import Device, Enrollment, ReportRefusedError, When
 from app.dp import registry
 from app.dp.errors import ParameterError
 from app.dp.local.base import CollectionRequest, Tally
@@ -21,7 +21,11 @@ def test_reports_aggregate_into_the_service_tally(oracle):
     m = registry.create("lpu", d=4, eps=1.0, w=3, users=30, oracle=oracle)
     rng = np.random.default_rng(0)
     request = m.open_slot(rng)
-    reports = [r for d in _devices(30, 3, 1.0) if (r := d.respond(request, 2, rng)) is not None]
+    reports = [
+        r
+        for d in _devices(30, 3, 1.0)
+        if (r := d.respond(request, 2, rng, When.offline(request.slot))) is not None
+    ]
     assert [r.user for r in reports] == list(range(0, 30, 3))
     o = make(oracle, 4, request.eps[0])
     support = o.support(o.from_payloads([r.payload for r in reports]))
@@ -33,13 +37,13 @@ def test_device_refuses_a_second_report_within_its_window_even_if_asked():
     device = Device(Enrollment(user=5, w=4, eps=1.0))
     full = device.ledger.budget.total
     ask = CollectionRequest("lpu", 10, "publication", 2, 8, None, ("grr",), (1.0,), (full,))
-    assert device.respond(ask, 1, np.random.default_rng(0)) is not None
+    assert device.respond(ask, 1, np.random.default_rng(0), When.offline(ask.slot)) is not None
     for slot in (11, 12, 13):  # a dishonest service asks again inside the window
         again = CollectionRequest("lpu", slot, "publication", 2, 8, None, ("grr",), (1.0,), (full,))
         with pytest.raises(ReportRefusedError, match="already spent 1"):
-            device.respond(again, 1, np.random.default_rng(0))
+            device.respond(again, 1, np.random.default_rng(0), When.offline(again.slot))
     later = CollectionRequest("lpu", 14, "publication", 2, 8, None, ("grr",), (1.0,), (full,))
-    assert device.respond(later, 1, np.random.default_rng(0)) is not None
+    assert device.respond(later, 1, np.random.default_rng(0), When.offline(later.slot)) is not None
 
 
 def test_budget_division_spends_exactly_eps_per_window():
@@ -49,7 +53,8 @@ def test_budget_division_spends_exactly_eps_per_window():
     for t in range(30):
         request = m.open_slot(rng)
         while request is not None:
-            reports = [d.respond(request, t % 2, rng) for d in devices]  # never refused
+            when = When.offline(request.slot)
+            reports = [d.respond(request, t % 2, rng, when) for d in devices]  # never refused
             support = np.bincount([r.payload[0] for r in reports], minlength=2)
             request = m.on_tally(Tally(request.slot, request.round, [support], [4]), rng)
         m.close_slot()
@@ -62,14 +67,15 @@ def test_device_refuses_a_budget_that_does_not_match_its_own():
     units = device.ledger.budget.total // 4  # eps/4 of the device's eps ...
     lying = CollectionRequest("lbu", 1, "publication", 2, 1, None, ("grr",), (0.5,), (units,))
     with pytest.raises(ReportRefusedError, match="does not match"):
-        device.respond(lying, 0, np.random.default_rng(0))  # ... but the request says 0.5
+        # ... but the request says 0.5
+        device.respond(lying, 0, np.random.default_rng(0), When.offline(lying.slot))
 
 
 def test_not_asked_sends_nothing_and_spends_nothing():
     m = registry.create("lpu", d=2, eps=1.0, w=2, users=4)
     request = m.open_slot(np.random.default_rng(0))
     device = Device(Enrollment(user=1, w=2, eps=1.0))
-    assert device.respond(request, 0, np.random.default_rng(0)) is None
+    assert device.respond(request, 0, np.random.default_rng(0), When.offline(request.slot)) is None
     assert device.ledger.window(1) == 0
 
 
@@ -78,11 +84,12 @@ def test_ledger_state_round_trip_and_bad_values():
     ask = CollectionRequest("lsp", 1, "publication", 3, 1, None, ("oue",), (1.0,),
                             (device.ledger.budget.total,))  # fmt: skip
     with pytest.raises(ParameterError, match="value"):
-        device.respond(ask, 3, np.random.default_rng(0))
-    device.respond(ask, 2, np.random.default_rng(0))
+        device.respond(ask, 3, np.random.default_rng(0), When.offline(ask.slot))
+    device.respond(ask, 2, np.random.default_rng(0), When.offline(ask.slot))
     other = Device(Enrollment(user=2, w=3, eps=1.0))
     other.load_state(device.state_dict())
     with pytest.raises(ReportRefusedError):
-        other.respond(CollectionRequest(**{**ask.__dict__, "slot": 3}), 0, np.random.default_rng(0))
+        third = CollectionRequest(**{**ask.__dict__, "slot": 3})
+        other.respond(third, 0, np.random.default_rng(0), When.offline(3))
     with pytest.raises(ParameterError, match="user"):
         Device(Enrollment(user=9, w=3, eps=1.0)).load_state(device.state_dict())

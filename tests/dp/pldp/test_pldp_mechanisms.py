@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.client.device import Device, Enrollment, ReportRefusedError
+from app.client.clock import When
+from app.client.device import Device, Enrollment
+from app.client.errors import ReportRefusedError
 from app.client.fleet import Fleet
 from app.dp import registry
 from app.dp.errors import ParameterError
@@ -81,7 +83,7 @@ def test_devices_never_refuse_an_honest_service(name):
         values = rng.integers(0, 3, m.users) if t % 5 else np.zeros(m.users, dtype=np.int64)
         request = m.open_slot(rng)
         while request is not None:
-            answer = fleet.respond(request, values, rng)
+            answer = fleet.respond(request, values, rng, When.offline(request.slot))
             assert answer.refused == []
             support = np.zeros((len(LEVELS), 3), dtype=np.int64)
             n = np.zeros(len(LEVELS), dtype=np.int64)
@@ -112,10 +114,8 @@ def test_device_refuses_the_paper_split_third_report():
     user = next(u for u in range(10_000, 10_269) if request.asks(u))
     device = Device(Enrollment(user=user, w=125, eps=1.0, group=1))
     for slot in (1, 63):
-        device.respond(
-            request.__class__(**{**request.__dict__, "slot": slot}), 0, np.random.default_rng(slot)
-        )
+        asked = request.__class__(**{**request.__dict__, "slot": slot})
+        device.respond(asked, 0, np.random.default_rng(slot), When.offline(slot))
+    third = request.__class__(**{**request.__dict__, "slot": 125})
     with pytest.raises(ReportRefusedError, match="window of 125 slots"):
-        device.respond(
-            request.__class__(**{**request.__dict__, "slot": 125}), 0, np.random.default_rng(2)
-        )
+        device.respond(third, 0, np.random.default_rng(2), When.offline(125))
