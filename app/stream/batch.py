@@ -238,8 +238,15 @@ class BatchConsumer(Service):
         if want == have:
             return
         kept = {tp: await consumer.position(tp) for tp in want & have}
+        new = sorted(want - have, key=lambda tp: tp.partition)
+        starts = await self._side_starts(new) if new else {}
         consumer.assign(sorted(want, key=lambda tp: tp.partition))
-        for tp, position in kept.items():
+        for tp, position in {**kept, **starts}.items():
             consumer.seek(tp, position)
-        if want - have:
-            await consumer.seek_to_beginning(*(want - have))
+        if fresh := [tp for tp in new if tp not in starts]:
+            await consumer.seek_to_beginning(*fresh)
+
+    async def _side_starts(self, new: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """Where to start reading newly assigned co-partitioned side partitions (absent: from
+        the beginning)."""
+        return {}

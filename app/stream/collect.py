@@ -8,7 +8,10 @@ Per events partition it keeps the *open* slots: for each ``(stream, slot)`` a di
 ``user -> value`` (the first value a user sent in the slot; later ones are ``duplicate``) and
 the smallest offset that fed it. A stream with ``max_values: l > 1`` keeps ``user -> tuple``
 of the first ``l`` distinct values (a repeated value is ``duplicate``, one more distinct value
-is ``clipped``); one-value streams keep the plain dict and its speed.
+is ``clipped``); one-value streams keep the plain dict and its speed. A sum stream
+(``sum: {alpha: A}``) keeps ``user -> {value: amount}``: the user's first amount for each of its
+first ``l`` distinct values, clipped to ``A``; an event whose amount was cut to ``A`` counts as
+``clipped`` (its clipped amount is kept), and its slot closes into per-group *sums* (floats).
 
 Requirement levels are applied when a slot closes, from the users' level histories
 (:mod:`app.stream.preferences`), so a preference read after an event of the same slot still
@@ -52,7 +55,7 @@ import numpy as np
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 from app.stream.partitioning import partition_for
-from app.stream.preferences import Preferences
+from app.stream.preferences import History, Preferences
 from app.stream.records import Domain, decode_event
 
 MAX_EMPTY_GAP = 1000
@@ -98,7 +101,8 @@ class Partial:
     stream: str
     slot: int
     partition: int
-    counts: list[int]
+    counts: list[int] | list[float]
+    """Counts of users, or for a sum stream the clipped amounts' sums."""
 
 
 @dataclass(frozen=True)
@@ -159,18 +163,22 @@ class Collector:
                 part.healthy_since = math.inf
 
     # -- preferences --------------------------------------------------------------------------
-    def set_preference(self, user: str, level: str | None, at: float) -> None:
-        """Apply one ``preferences`` record (``level=None``: back to the default level).
+    def set_preference(
+        self, user: str, level: str | None, at: float, not_before: float = -math.inf
+    ) -> History | None:
+        """Apply one ``preferences`` record (``level=None``: back to the default level); the
+        user's new history if the level changed.
 
         ``at`` is the record's Kafka timestamp; the change never takes effect in a slot this
-        worker already closed for the user's partition (see :mod:`app.stream.preferences`).
+        worker already closed for the user's partition, nor before ``not_before`` (see
+        :mod:`app.stream.ingest`: records a previous owner may not have applied).
         """
         part = self.partitions.get(self._partition(user.encode()))
-        floor = -math.inf
+        floor = not_before
         if part is not None:
             for sid, closed in part.closed_through.items():
                 floor = max(floor, self.streams[sid].slots.end(closed))
-        self.preferences.change(user, level, at, floor)
+        return self.preferences.change(user, level, at, floor)
 
     # -- events -------------------------------------------------------------------------------
     def _partition(self, key: bytes) -> int:
@@ -234,6 +242,10 @@ class Collector:
             if bucket is None:
                 bucket = buckets[open_slot] = {}
                 min_offset[open_slot] = rec.offset
+            alpha = stream.alpha
+            if alpha is not None:
+                counted[sid, _add_amount(bucket, user, value, alpha, stream.max_values)] += 1
+                continue
             held = bucket.get(user)
             l_max = stream.max_values
             if held is None:
@@ -266,7 +278,11 @@ class Collector:
         found = part.progress.get(stream.id)
         return None if found is None or found == -math.inf else found
 
-    def _counts(self, stream: StreamConfig, slot: int, bucket: dict[str, Any] | None) -> list[int]:
+    def _counts(
+        self, stream: StreamConfig, slot: int, bucket: dict[str, Any] | None
+    ) -> list[int] | list[float]:
+        if stream.alpha is not None:
+            return self._sums(stream, slot, bucket or {})
         m, d = len(stream.levels), stream.d
         counts = np.zeros((m, d), dtype=np.int64)
         if bucket:
@@ -287,6 +303,28 @@ class Collector:
                 else:
                     np.add.at(counts[g], mine, 1)
         return [int(x) for x in counts.reshape(-1)]
+
+    def _sums(self, stream: StreamConfig, slot: int, bucket: dict[str, Any]) -> list[float]:
+        """A sum stream's ``groups x d`` sums of the users' clipped amounts. Each amount is
+        added once, to its user's group (never added and then subtracted: a float sum must not
+        dip below zero)."""
+        m, d, default = len(stream.levels), stream.d, stream.default_level
+        moved: dict[str, int | None] = {}
+        for user in self.preferences.special(bucket):
+            g = self.preferences.group(stream, user, slot)
+            if g != default:
+                moved[user] = g
+            if g is None:
+                self.outcomes[stream.id, "level_change"] += len(bucket[user])
+        cells: list[int] = []
+        amounts: list[float] = []
+        for user, held in bucket.items():
+            g = moved.get(user, default) if moved else default
+            if g is not None:
+                cells.extend(g * d + v for v in held)
+                amounts.extend(held.values())
+        sums = np.bincount(np.asarray(cells, dtype=np.int64), weights=amounts, minlength=m * d)
+        return [float(x) for x in sums]
 
     def flush(self) -> tuple[list[Partial], list[Progress]]:
         """Close every slot that is due in every caught-up partition; return their partials
@@ -327,3 +365,21 @@ class Collector:
         """Event outcomes counted since the last call, by ``(stream, outcome)``."""
         out, self.outcomes = self.outcomes, Counter()
         return out
+
+
+def _add_amount(bucket: dict[str, Any], user: str, value: Any, alpha: float, l_max: int) -> str:
+    """Keep a sum stream event (``value``: ``(index, amount)`` as :func:`decode_event` gives
+    it) in its slot's ``bucket``; return its outcome (see the module docstring)."""
+    idx, amount = value
+    held: dict[int, float] | None = bucket.get(user)
+    if held is None:
+        held = bucket[user] = {}
+    elif idx in held or l_max == 1:
+        return "duplicate"
+    elif len(held) >= l_max:
+        return "clipped"
+    if amount > alpha:
+        held[idx] = alpha
+        return "clipped"
+    held[idx] = amount
+    return "accepted"

@@ -7,8 +7,12 @@ the partitions across workers). It feeds each batch to a
 fetch response came and whether it found the partition at its end (the partition's progress
 follows from that, see :mod:`app.stream.collect`), and several times per slot
 
-1. reads the ``preferences`` side input to its end, so every level change appended before a
-   slot ends is known when the slot closes;
+1. reads the ``preferences`` side input to its end (only the partitions matching its events
+   partitions: a user's preferences and events share a partition), so every level change
+   appended before a slot ends is known when the slot closes, and saves the level histories it
+   changed to the internal ``levels`` topic before any slot closes on them: a worker taking
+   over a partition restores them and continues the same gaps (a record not saved yet takes
+   effect no earlier than the takeover, after every slot the previous owner closed);
 2. closes the slots that are due and sends their partials (counts per group, one message per
    stream, slot and partition) to the internal ``partials`` topic, followed by one tick per
    stream with the progress of every partition it owns, which the Faust ``release`` agent
@@ -26,12 +30,13 @@ different count is refused (partitions decide which users a worker sees, see
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
 from typing import Any
 
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from mode import Service
 
 from app import metrics
@@ -39,12 +44,17 @@ from app.stream.batch import MAX_RECORDS, BatchConsumer
 from app.stream.collect import Collector
 from app.stream.config import Settings
 from app.stream.errors import BadEvent
+from app.stream.kafka import aiokafka_kwargs
 from app.stream.policy import Policy, dead_letter_policy
-from app.stream.records import decode_preference, encode_partial, encode_tick
+from app.stream.preferences import History
+from app.stream.records import decode_preference, encode_partial, encode_tick, pack, unpack
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)
 
+
+OFFSET_KEY = b"\x00offset:"
+"""Key prefix of the ``levels`` records that hold a partition's next ``preferences`` offset."""
 
 GAP_S = 3.0
 """No fetch response for this long (the consumer polls every ~0.5 s when idle) is a gap: the
@@ -83,18 +93,92 @@ class IngestService(BatchConsumer):
             **kwargs,
         )
         self.tick_s = tick_interval(settings)
+        self._applied: dict[int, int] = {}
+        """Per preferences partition, the next offset to apply."""
+        self._saved: dict[int, int] = {}
+        """Per preferences partition, the next offset ``levels`` records as applied."""
+        self._unsaved: dict[str, tuple[int, History]] = {}
+        self._catch_up: dict[int, tuple[int, float]] = {}
+        """Per preferences partition: its end offset and the time it was assigned here."""
 
     def _apply_side_input(self, record: Any) -> None:
+        p = record.partition
+        self._applied[p] = record.offset + 1
         if record.key is None:
             return
-        if not self.collector.owns(record.key, record.partition):
+        if not self.collector.owns(record.key, p):
             # Co-partitioned with events: a record elsewhere would set nobody's level here.
             self.policy(BadEvent("wrong_partition", "preference not in its key's partition"),
                         record, log)  # fmt: skip
             return
         user = record.key.decode("utf-8", "replace")
         level = decode_preference(record.value)
-        self.collector.set_preference(user, level, record.timestamp / 1000)
+        target, assigned_at = self._catch_up.get(p, (0, -math.inf))
+        not_before = assigned_at if record.offset < target else -math.inf
+        history = self.collector.set_preference(user, level, record.timestamp / 1000, not_before)
+        if history is not None:
+            self._unsaved[user] = (p, history)
+
+    # -- the levels topic ---------------------------------------------------------------------
+    async def _side_starts(self, new: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """Restore the users' levels of newly assigned partitions from ``levels`` and start
+        their ``preferences`` where the previous owner stopped applying them.
+
+        Records the previous owner may not have saved (those already in the topic now, from the
+        saved offset on) take effect no earlier than now: no slot it closed can change group.
+        """
+        assert self._side is not None
+        ends = await self._side.end_offsets(new)
+        now = time.time()
+        for tp in new:
+            self._catch_up[tp.partition] = (int(ends[tp]), now)
+        consumer = AIOKafkaConsumer(enable_auto_commit=False, **aiokafka_kwargs(self.settings))
+        await consumer.start()
+        starts: dict[TopicPartition, int] = {}
+        try:
+            tps = [TopicPartition(self.topics.levels, tp.partition) for tp in new]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            top = await consumer.end_offsets(tps)
+            while not all([await consumer.position(tp) >= top[tp] for tp in tps]):
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    for rec in records:
+                        self._restore(rec, starts)
+        finally:
+            await consumer.stop()
+        self._saved.update({tp.partition: off for tp, off in starts.items()})
+        return starts
+
+    def _restore(self, rec: Any, starts: dict[TopicPartition, int]) -> None:
+        key = rec.key or b""
+        if key.startswith(OFFSET_KEY):
+            p = int(key[len(OFFSET_KEY) :])
+            starts[TopicPartition(self.side_input, p)] = int(unpack(rec.value)["offset"])
+        elif rec.value is not None:
+            self.collector.preferences.restore(key.decode(), History.from_dict(unpack(rec.value)))
+
+    async def _save_levels(self) -> bool:
+        """Make the level changes applied since the last call durable in ``levels`` (with the
+        next ``preferences`` offset per partition) before any slot closes on them."""
+        owned = {p: off for p, off in self._applied.items() if p in self.collector.partitions}
+        marks = {p: off for p, off in owned.items() if self._saved.get(p) != off}
+        if not self._unsaved and not marks:
+            return True
+        assert self._producer is not None
+        topic, send = self.topics.levels, self._producer.send
+        try:
+            sent = [await send(topic, key=user.encode(), value=pack(h.to_dict()), partition=p)
+                    for user, (p, h) in self._unsaved.items()]  # fmt: skip
+            sent += [await send(topic, key=OFFSET_KEY + str(p).encode(),
+                                value=pack({"offset": off}), partition=p)
+                     for p, off in marks.items()]  # fmt: skip
+            await asyncio.gather(*sent)
+        except Exception as exc:  # noqa: BLE001 - any failed send: retry, close nothing
+            log.error("level changes not saved (%s): no slot closes until they are", exc)
+            return False
+        self._unsaved.clear()
+        self._saved.update(marks)
+        return True
 
     async def on_assigned(self, assigned: list[TopicPartition]) -> None:
         assert self._consumer is not None
@@ -183,6 +267,8 @@ class IngestService(BatchConsumer):
     async def _flush(self) -> None:
         assert self._producer is not None
         await self._read_side_input(until_end=True)
+        if not await self._save_levels():
+            return
         partials, ticks = self.collector.flush()
         outcomes = self.collector.take_outcomes()
         if self.settings.expose_data_counts:

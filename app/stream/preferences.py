@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from app.stream.config import StreamConfig
 
@@ -48,6 +49,15 @@ class History:
     changes: list[Change]
     truncated: bool = False
 
+    def to_dict(self) -> dict[str, Any]:
+        """The history as the ``levels`` topic stores it."""
+        return {"changes": [[c.at, c.level] for c in self.changes], "truncated": self.truncated}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> History:
+        changes = [Change(float(at), None if lv is None else str(lv)) for at, lv in data["changes"]]
+        return cls(changes, bool(data.get("truncated", False)))
+
 
 class Preferences:
     """Every user's level changes; :meth:`group` says where (if anywhere) a slot counts."""
@@ -58,21 +68,27 @@ class Preferences:
     def __len__(self) -> int:
         return len(self.users)
 
-    def change(self, user: str, level: str | None, at: float, floor: float) -> None:
-        """Record one ``preferences`` record: ``user`` moves to ``level`` at ``max(at, floor)``."""
+    def change(self, user: str, level: str | None, at: float, floor: float) -> History | None:
+        """Record one ``preferences`` record: ``user`` moves to ``level`` at ``max(at, floor)``;
+        the user's new history, or None if the level did not change."""
         hist = self.users.get(user)
         if hist is None:
             hist = self.users[user] = History([])
         when = max(at, floor)
         last = hist.changes[-1] if hist.changes else None
         if last is not None and last.level == level:
-            return  # no change of level
+            return None  # no change of level
         if last is not None and when < last.at:
             when = last.at  # changes apply in the order they were read
         hist.changes.append(Change(when, level))
         if len(hist.changes) > KEEP_CHANGES:
             del hist.changes[0]
             hist.truncated = True
+        return hist
+
+    def restore(self, user: str, history: History) -> None:
+        """Take ``user``'s history as a previous owner applied it (the ``levels`` topic)."""
+        self.users[user] = history
 
     def forget(self, users: Iterable[str]) -> None:
         """Drop the histories of ``users`` (their partition moved to another worker)."""

@@ -118,6 +118,10 @@ class Topics:
         return self.name("dead-letter")
 
     @property
+    def levels(self) -> str:
+        return self.name("levels")
+
+    @property
     def partials(self) -> str:
         return self.name("partials")
 

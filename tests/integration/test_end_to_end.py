@@ -63,7 +63,7 @@ def test_one_release_per_slot_with_true_counts(kafka, worker_factory, tmp_path: 
     config = tmp_path / "streams.yaml"
     config.write_text(CONFIG)
     kafka.create_topics(prefix)
-    # Half the users chose the loose level long ago (no blocked slots left).
+    # Half the users chose the loose level before the service started.
     kafka.produce(
         prefix + "preferences",
         [
@@ -74,6 +74,9 @@ def test_one_release_per_slot_with_true_counts(kafka, worker_factory, tmp_path: 
     # The exact counts asserted below are served only with the operator's opt-in.
     worker = worker_factory(prefix, config, DPSTREAM_EXPOSE_DATA_COUNTS="true").start()
     worker.wait_ready(90)
+    # A service reading those choices for the first time applies them from now on: the loose
+    # users sit out max(w) = 3 slots (the exclusion gap) before they count again.
+    time.sleep(4 * SLOT_S)
 
     first = math.floor(time.time() / SLOT_S) + 1
     truths: dict[int, np.ndarray] = {}
