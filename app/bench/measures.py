@@ -92,6 +92,3 @@ def ajsd_raw(r: Array, c: Array) -> float:
     m = (p + q) / 2.0
     return float((_kl_terms(p, m) + _kl_terms(q, m)).sum(axis=1).mean() / 2.0)
 
-
-MEASURES = {"amre": amre, "ajsd": ajsd, "mae": mae, "mre": mre}
-"""Name -> measure, for the bench grid (``mre`` with its default floor)."""

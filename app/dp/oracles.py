@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -140,11 +141,10 @@ class FrequencyOracle(ABC):
         p, q = self.p, self.q
         return q * (1 - q) / (n * (p - q) ** 2) + (1 - p - q) / (self.d * n * (p - q))
 
-    def approx_variance(self, n: int) -> float:
-        """The usual approximation, without the ``f_k`` term (``inf`` if ``n == 0``)."""
-        if n <= 0:
-            return math.inf
-        return self.q * (1 - self.q) / (n * (self.p - self.q) ** 2)
+    @abstractmethod
+    def accepts(self, payload: Sequence[int]) -> bool:
+        """Whether ``payload`` is a report this oracle could have sent (the service checks
+        every report with it before counting)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(d={self.d}, eps={self.eps!r})"
@@ -154,6 +154,14 @@ class GRR(FrequencyOracle):
     """Generalized randomized response (LDP-IDS Eq. 1); a report is one value."""
 
     name = "grr"
+
+    def accepts(self, payload: Sequence[int]) -> bool:
+        """One value of the domain.
+
+        >>> GRR(4, 1.0).accepts([3]), GRR(4, 1.0).accepts([4])
+        (True, False)
+        """
+        return len(payload) == 1 and 0 <= payload[0] < self.d
 
     @property
     def p(self) -> float:
@@ -196,6 +204,10 @@ class OUE(FrequencyOracle):
 
     name = "oue"
 
+    def accepts(self, payload: Sequence[int]) -> bool:
+        """Indices of set bits, each in the domain."""
+        return len(payload) <= self.d and all(0 <= k < self.d for k in payload)
+
     @property
     def p(self) -> float:
         return 0.5
@@ -236,6 +248,15 @@ class OLH(FrequencyOracle):
     """Optimized local hashing into ``g = round(e^eps) + 1`` cells; a report is ``(a, b, y)``."""
 
     name = "olh"
+
+    def accepts(self, payload: Sequence[int]) -> bool:
+        """``(a, b, y)``: a hash with ``1 <= a < PRIME``, ``0 <= b < PRIME``, a cell ``y < g``."""
+        return (
+            len(payload) == 3
+            and 1 <= payload[0] < PRIME
+            and 0 <= payload[1] < PRIME
+            and 0 <= payload[2] < self.g
+        )
 
     @property
     def g(self) -> int:

@@ -51,7 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.dp.local.base import ROUNDS, CollectionRequest
-from app.dp.oracles import PRIME, FrequencyOracle, make
+from app.dp.oracles import FrequencyOracle, make
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 from app.stream.records import ROUND_INDEX, decode_report, unpack
@@ -100,22 +100,6 @@ class _Rows:
     payloads: list[list[int]] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)
     records: list[Any] = field(default_factory=list)
-
-
-def _payload_ok(oracle: FrequencyOracle, payload: list[int]) -> bool:
-    """Whether ``payload`` is a report ``oracle`` could have sent."""
-    d = oracle.d
-    if oracle.name == "grr":
-        return len(payload) == 1 and 0 <= payload[0] < d
-    if oracle.name == "oue":
-        return len(payload) <= d and all(0 <= k < d for k in payload)
-    g = round(np.exp(oracle.eps)) + 1  # OLH
-    return (
-        len(payload) == 3
-        and 1 <= payload[0] < PRIME
-        and 0 <= payload[1] < PRIME
-        and 0 <= payload[2] < g
-    )
 
 
 class ReportCollector:
@@ -178,9 +162,6 @@ class ReportCollector:
         """``(slot, round index)`` of the newest request known for a stream."""
         mine = [(k[1], ROUND_INDEX[k[2]]) for k in self.rounds if k[0] == sid]
         return max(mine) if mine else None
-
-    def knows(self, sid: str, slot: int, r: int) -> bool:
-        return (sid, slot, ROUNDS[r]) in self.rounds
 
     # -- reports ------------------------------------------------------------------------------
     def add_batch(self, partition: int, records: Iterable[Any]) -> list[tuple[BadEvent, Any]]:
@@ -251,7 +232,7 @@ class ReportCollector:
         bad: list[tuple[BadEvent, Any]] = []
         for i in np.flatnonzero(ok):
             oracle = rnd.oracles[int(groups[i])]
-            if not _payload_ok(oracle, rows.payloads[i]):
+            if not oracle.accepts(rows.payloads[i]):
                 ok[i] = False
                 bad.append((BadEvent("out_of_domain", f"not a {oracle.name} report"),
                             rows.records[i]))  # fmt: skip
