@@ -55,7 +55,7 @@ import numpy as np
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 from app.stream.partitioning import partition_for
-from app.stream.preferences import History, Preferences
+from app.stream.preferences import Preferences
 from app.stream.records import Domain, decode_event
 
 MAX_EMPTY_GAP = 1000
@@ -126,6 +126,8 @@ class Collector:
         self.watermark: float | None = None
         self.outcomes: Counter[tuple[str, str]] = Counter()
         self._slot_s = {sid: s.slot_s for sid, s in self.streams.items()}
+        # Sum streams' bounds (empty when every stream counts: one falsy test per event).
+        self._alpha = {sid: s.alpha for sid, s in self.streams.items() if s.alpha is not None}
         self._partition_of: dict[bytes, int] = {}
 
     # -- partitions ---------------------------------------------------------------------------
@@ -163,22 +165,18 @@ class Collector:
                 part.healthy_since = math.inf
 
     # -- preferences --------------------------------------------------------------------------
-    def set_preference(
-        self, user: str, level: str | None, at: float, not_before: float = -math.inf
-    ) -> History | None:
-        """Apply one ``preferences`` record (``level=None``: back to the default level); the
-        user's new history if the level changed.
+    def set_preference(self, user: str, level: str | None, at: float) -> None:
+        """Apply one ``preferences`` record (``level=None``: back to the default level).
 
         ``at`` is the record's Kafka timestamp; the change never takes effect in a slot this
-        worker already closed for the user's partition, nor before ``not_before`` (see
-        :mod:`app.stream.ingest`: records a previous owner may not have applied).
+        worker already closed for the user's partition (see :mod:`app.stream.preferences`).
         """
         part = self.partitions.get(self._partition(user.encode()))
-        floor = not_before
+        floor = -math.inf
         if part is not None:
             for sid, closed in part.closed_through.items():
                 floor = max(floor, self.streams[sid].slots.end(closed))
-        return self.preferences.change(user, level, at, floor)
+        self.preferences.change(user, level, at, floor)
 
     # -- events -------------------------------------------------------------------------------
     def _partition(self, key: bytes) -> int:
@@ -209,6 +207,7 @@ class Collector:
         buckets, min_offset, closed_through = part.buckets, part.min_offset, part.closed_through
         streams, domains, slot_s, partition_of = (
             self.streams, self.domains, self._slot_s, self._partition_of)  # fmt: skip
+        sums = self._alpha
         counted: Counter[tuple[str, str]] = Counter()
         bad: list[tuple[BadEvent, Any]] = []
         max_ts = part.max_ts
@@ -242,9 +241,8 @@ class Collector:
             if bucket is None:
                 bucket = buckets[open_slot] = {}
                 min_offset[open_slot] = rec.offset
-            alpha = stream.alpha
-            if alpha is not None:
-                counted[sid, _add_amount(bucket, user, value, alpha, stream.max_values)] += 1
+            if sums and sid in sums:
+                counted[sid, _add_amount(bucket, user, value, sums[sid], stream.max_values)] += 1
                 continue
             held = bucket.get(user)
             l_max = stream.max_values

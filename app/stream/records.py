@@ -40,6 +40,7 @@ REASONS = (
     "bad_time",
     "key_mismatch",
     "wrong_partition",
+    "bad_amount",
 )
 """Every dead-letter reason; the ``reason`` label of ``dpstream_dead_letters``."""
 
@@ -50,14 +51,31 @@ class Domain:
 
     d: int
     index: dict[str, int]
+    sums: bool = False
+    """A sum stream: events carry ``amount`` and decode to ``(value index, amount)``."""
 
     @classmethod
     def of(cls, stream: StreamConfig) -> Domain:
-        return cls(stream.d, {label: i for i, label in enumerate(stream.labels)})
+        return cls(stream.d, {label: i for i, label in enumerate(stream.labels)}, stream.sums)
 
 
-def decode_event(raw: bytes | None, domains: dict[str, Domain]) -> tuple[str, str, float, int]:
-    """``(stream, user, ts, value index)`` of one ``events`` value, or :class:`BadEvent`."""
+def decode_event(
+    raw: bytes | None, domains: dict[str, Domain]
+) -> tuple[str, str, float, int | tuple[int, float]]:
+    """``(stream, user, ts, value)`` of one ``events`` value, or :class:`BadEvent`.
+
+    ``value`` is the value's index, or for a sum stream ``(index, amount)`` with ``amount`` a
+    finite number ``>= 0`` (anything else is ``bad_amount``; clipping is the collector's).
+
+    >>> sums = {"energy": Domain(2, {"north": 0, "south": 1}, sums=True)}
+    >>> ev = {"stream": "energy", "user": "u1", "ts": 5, "value": "south", "amount": 7}
+    >>> decode_event(msgpack.packb(ev), sums)
+    ('energy', 'u1', 5.0, (1, 7.0))
+    >>> decode_event(msgpack.packb({**ev, "amount": -1.5}), sums)
+    Traceback (most recent call last):
+    ...
+    app.stream.errors.BadEvent: bad_amount: amount must be a finite number >= 0, got -1.5
+    """
     if raw is None:
         raise BadEvent("undecodable", "null value")
     try:
@@ -91,13 +109,28 @@ def decode_event(raw: bytes | None, domains: dict[str, Domain]) -> tuple[str, st
     if tv is int:
         if not 0 <= value < domain.d:
             raise BadEvent("out_of_domain", f"index not in [0, {domain.d})")
-        return stream, user, ts, value
-    if tv is str:
-        idx = domain.index.get(value)
-        if idx is None:
+    elif tv is str:
+        value = domain.index.get(value)
+        if value is None:
             raise BadEvent("out_of_domain", "label not in the stream's labels")
-        return stream, user, ts, idx
-    raise BadEvent("wrong_type", "value must be an int or a label")
+    else:
+        raise BadEvent("wrong_type", "value must be an int or a label")
+    return stream, user, ts, (value, _amount(ev)) if domain.sums else value
+
+
+def _amount(ev: dict[str, Any]) -> float:
+    """A sum stream event's ``amount``: a finite number ``>= 0``, or :class:`BadEvent`."""
+    try:
+        amount = ev["amount"]
+    except KeyError:
+        raise BadEvent("missing_field", "amount") from None
+    ta = type(amount)
+    if ta is not float and ta is not int:
+        raise BadEvent("wrong_type", "amount must be a number")
+    amount = float(amount)
+    if not (0.0 <= amount < math.inf):  # NaN fails both comparisons
+        raise BadEvent("bad_amount", f"amount must be a finite number >= 0, got {amount!r}")
+    return amount
 
 
 def decode_preference(raw: bytes | None) -> str | None:
@@ -114,9 +147,10 @@ def decode_preference(raw: bytes | None) -> str | None:
 
 
 def encode_partial(
-    stream: str, slot: int, partition: int, partitions: int, counts: list[int]
+    stream: str, slot: int, partition: int, partitions: int, counts: list[int] | list[float]
 ) -> bytes:
-    """A collect-stage partial: one events partition's counts for one closed slot."""
+    """A collect-stage partial: one events partition's counts (a sum stream: sums, as
+    float64) for one closed slot."""
     return msgpack.packb(
         {
             "kind": "partial",

@@ -103,6 +103,10 @@ class StreamConfig:
     collect stage keeps the first ``max_values`` and counts the rest ``clipped``."""
     graph: StreamGraph | None = None
     """(w,n) mechanisms: the public graph over the labels and ``n``, built once at load."""
+    alpha: float | None = None
+    """Sum streams (``sum: {alpha: ...}``): events carry an ``amount`` and the stream releases,
+    per category, the sum of the users' amounts, each user's clipped to ``alpha`` per value and
+    slot (the (w, alpha) model); ``None``: the stream counts users."""
 
     @property
     def local(self) -> bool:
@@ -116,8 +120,14 @@ class StreamConfig:
     @property
     def sensitivity(self) -> int:
         """L1 change of one slot's histogram by one user under :attr:`neighbours`: the user's
-        ``max_values`` counts added or removed, or (``replace``) moved to other cells."""
+        ``max_values`` counts added or removed, or (``replace``) moved to other cells. A sum
+        stream's mechanism multiplies it by :attr:`alpha` (``Delta = alpha * sensitivity``)."""
         return self.max_values * (2 if self.neighbours == "replace" else 1)
+
+    @property
+    def sums(self) -> bool:
+        """Whether the stream sums amounts (``alpha`` set) instead of counting users."""
+        return self.alpha is not None
 
     @property
     def users(self) -> int:
@@ -146,6 +156,8 @@ class StreamConfig:
             params.update(noise=self.noise, sensitivity=self.sensitivity)
         if self.graph is not None:
             params.update(graph=self.graph.graph, n=self.graph.n)
+        if self.alpha is not None:
+            params.update(alpha=self.alpha)
         return get(self.mechanism).for_stream(self.d, self.groups, **params)
 
     def level_index(self, name: str) -> int | None:

@@ -13,6 +13,7 @@ Streams come from one YAML file (``DPSTREAM_CONFIG``; the demo's default is
         max_delay_s: 60             # wait for partitions that are alive but behind, at most
         neighbours: replace         # replace (default) | add-remove (the papers' relation)
         max_values: 1               # distinct values per user per slot (the papers' l)
+        sum: {alpha: 50}            # optional: sum each event's `amount` (clipped to alpha)
         mechanism: {name: pba, noise: geometric, params: {}}
         levels:                     # the requirement levels users may choose
           - {name: strict, w: 20, eps: 0.5, population: 9000}
@@ -48,6 +49,13 @@ the data, because a threshold that depends on who is active in a slot would leak
 The default level (users with no recorded preference) must satisfy every level the stream
 offers: ``w >= w_i`` and ``eps <= eps_i`` for all ``i``. Without ``default_level``, the level
 that does is chosen; if none does, a level ``default`` at ``(max w, min eps)`` is added.
+
+A *sum stream* (``sum: {alpha: A}``) releases per category the sum of the users' ``amount``
+fields instead of a count of users: the collect stage keeps each user's first amount per value
+and slot, clipped to ``A`` (the (w, alpha) model of OptStream, spec seed-001 §1.3), and the
+mechanism's sensitivity becomes ``A`` times the count sensitivity (``A`` add-remove, ``2 A``
+replace, times ``max_values``). Only the period mechanisms take a sensitivity in ``alpha``
+(:data:`SUM_KINDS`); a sum stream naming another mechanism is refused.
 
 A (w,n) mechanism (``stbd``, ``str``) names the public graph over the labels and its spatial
 window ``n`` under ``graph:`` (an edge-list file or a ``rows x cols`` grid; see
@@ -87,6 +95,8 @@ CENTRAL_KINDS = ("central", "period", "graph")
 """Mechanism kinds a ``mode: central`` stream may run: per-slot ones and period ones (OptStream
 and its baselines release a period of ``w`` slots at its end; ``noise: laplace``), and the
 (w,n) ones over a public graph of the labels (the ``graph:`` key, :mod:`.graph`)."""
+SUM_KINDS = ("period",)
+"""Mechanism kinds valid for a sum stream: their noise is calibrated to ``alpha``."""
 OVERRIDABLE = {
     "SLOT_S": "slot_s",
     "GRACE_S": "grace_s",
@@ -100,8 +110,10 @@ OVERRIDABLE = {
     "MAX_VALUES": "max_values",
 }
 STREAM_KEYS = frozenset(
-    {"id", "labels", "d", "mode", "levels", "default_level", "graph"} | set(OVERRIDABLE.values())
+    {"id", "labels", "d", "mode", "levels", "default_level", "graph", "sum"}
+    | set(OVERRIDABLE.values())
 )
+SUM_KEYS = frozenset({"alpha"})
 MECHANISM_KEYS = frozenset({"name", "noise", "params"})
 LEVEL_KEYS = frozenset({"name", "w", "eps", "population"})
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -116,6 +128,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "max_delay_s": (0.0, 86_400.0),
     "round_s": (0.01, 86_400.0),
     "max_values": (1, 1_000),
+    "alpha": (1e-6, 1e9),
 }
 """Inclusive ``(low, high)`` of every bounded field. ``eps`` is bounded where the samplers stay
 exact (``exp(-eps)`` stays a normal double): beyond a few units it protects nothing, but tests
@@ -245,6 +258,29 @@ def _levels(where: str, raw: Mapping[str, Any]) -> tuple[tuple[Level, ...], int]
     return (*levels, strictest), len(levels)
 
 
+def _alpha(
+    where: str, raw: Any, mode: str, mechanism: str, params: Mapping[str, Any]
+) -> float | None:
+    """The ``sum: {alpha: A}`` bound of a sum stream (None: a count stream), checked against the
+    mode and the mechanism (only :data:`SUM_KINDS` calibrate their noise to ``alpha``)."""
+    if "alpha" in params:
+        raise ConfigError(f"{where}.mechanism.params: give the sum bound as `sum: {{alpha: ...}}`")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}.sum must be a mapping {{alpha: number}}, got {raw!r}")
+    _keys(f"{where}.sum", raw, SUM_KEYS)
+    alpha = number(f"{where}.sum.alpha", raw.get("alpha"), "alpha")
+    if mode == "local":
+        raise ConfigError(f"{where}.sum: local streams count reports; sums are central only")
+    if get(mechanism).kind not in SUM_KINDS:
+        allowed = [n for kind in SUM_KINDS for n in names(kind)]
+        raise ConfigError(
+            f"{where}.sum: mechanism {mechanism!r} does not release sums; use one of {allowed}"
+        )
+    return alpha
+
+
 def parse_stream(
     raw: Any, where: str, env: Mapping[str, str], base_dir: Path | None = None
 ) -> StreamConfig:
@@ -284,6 +320,7 @@ def parse_stream(
     if get(mechanism).kind == "graph" and MECHANISM_GRAPH_PARAMS & set(map(str, params)):
         raise ConfigError(f"{where}.mechanism.params: name the graph and n under `graph:`")
     graph = parse_graph(f"{where}.graph", raw.get("graph"), mechanism, labels, base_dir or Path())
+    alpha = _alpha(where, raw.get("sum"), mode, mechanism, params)
     stream = StreamConfig(
         id=sid,
         labels=labels,
@@ -306,6 +343,7 @@ def parse_stream(
             number(f"{where}.max_values", values["max_values"], "max_values", integer=True)
         ),
         graph=graph,
+        alpha=alpha,
     )
     if stream.local and stream.max_values != 1:
         raise ConfigError(f"{where}.max_values: local streams take one value per report")

@@ -165,10 +165,11 @@ class CentralDriver:
         open_slots = self._open(sid)
         cur = open_slots.pop(slot, None)
         shape = (len(stream.levels), stream.d)
+        dtype = np.float64 if stream.sums else np.int64  # a sum stream's partials carry sums
         counts = (
-            np.zeros(shape, dtype=np.int64)
+            np.zeros(shape, dtype=dtype)
             if cur is None
-            else np.asarray(cur["counts"], dtype=np.int64).reshape(shape)
+            else np.asarray(cur["counts"], dtype=dtype).reshape(shape)
         )
         started = time.perf_counter()
         population = [lv.population for lv in stream.levels]  # public: never the slot's counts
