@@ -5,38 +5,23 @@ from __future__ import annotations
 import asyncio
 
 import msgpack
+import pytest
 
-from app.dp.local.base import CollectionRequest, mask_users
-from app.stream.config import load_settings
+from app.dp.local.wire import CollectionRequest, mask_users
 from app.stream.ledger_view import render
 from app.stream.records import encode_partial, encode_tick
 from app.stream.release import LedgerEntry, Releaser
 from app.stream.topics import load_topics
 
-YAML = """
-streams:
-  - id: cen
-    labels: [a, b]
-    slot_s: 1
-    grace_s: 0.5
-    release_timeout_s: 1
-    mechanism: {name: pba}
-    levels: [{name: only, w: 3, eps: 1.0}]
-  - id: loc
-    mode: local
-    labels: [a, b]
-    slot_s: 10
-    round_s: 2
-    release_timeout_s: 1
-    mechanism: {name: lpa, params: {users: 60, oracle: grr}}
-    levels: [{name: only, w: 3, eps: 1.0}]
-"""
+
+@pytest.fixture
+def settings(make_settings, central_stream, local_stream):
+    """A central stream ``cen`` (1 s slots) and a local one ``loc`` (60 users)."""
+    cen = central_stream(id="cen", labels=["a", "b"], slot_s=1, grace_s=0.5)
+    return make_settings(cen, local_stream())
 
 
-def make(tmp_path):
-    path = tmp_path / "s.yaml"
-    path.write_text(YAML)
-    settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+def make(settings):
     ledger: dict[str, bytes] = {}
 
     async def produce(topic, key, value):
@@ -48,7 +33,7 @@ def make(tmp_path):
     clock = Clock()
     r = Releaser(settings, load_topics(), ledger, {}, produce, persist, clock=clock)
     r.clock = clock
-    return settings, r, ledger
+    return r, ledger
 
 
 class Clock:
@@ -64,8 +49,8 @@ def run(r, raw, now):
     asyncio.run(r.on_message(raw))
 
 
-def test_central_view_shows_rule_window_and_recent_releases(tmp_path):
-    settings, r, ledger = make(tmp_path)
+def test_central_view_shows_rule_window_and_recent_releases(settings):
+    r, ledger = make(settings)
     run(r, encode_tick("cen", {0: 10.6}, 1), 10.6)  # first slot: 9
     run(r, encode_partial("cen", 10, 0, 1, [2, 0]), 11.6)
     run(r, encode_tick("cen", {0: 13.6}, 1), 13.7)  # slots 11 and 12 closed by progress
@@ -83,8 +68,8 @@ def test_central_view_shows_rule_window_and_recent_releases(tmp_path):
     ]
 
 
-def test_local_view_shows_population_window_and_pending_request(tmp_path):
-    settings, r, ledger = make(tmp_path)
+def test_local_view_shows_population_window_and_pending_request(settings):
+    r, ledger = make(settings)
     stream = settings.stream("loc")
     run(r, encode_tick("loc", {}, 1), 95.0)
     run(r, encode_tick("loc", {}, 1), 100.1)  # slot 10, round 1 asked

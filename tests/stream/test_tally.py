@@ -9,30 +9,11 @@ import numpy as np
 import pytest
 
 from app.dp.local import LBU, LPU
-from app.stream.config import load_streams
 from app.stream.records import encode_request
 from app.stream.tally import ReportCollector
 
 USERS = 40
-YAML = f"""
-streams:
-  - id: loc
-    mode: local
-    labels: [a, b, c]
-    slot_s: 10
-    round_s: 2
-    release_timeout_s: 1
-    mechanism: {{name: lpu, params: {{users: {USERS}, oracle: grr}}}}
-    levels: [{{name: only, w: 3, eps: 1.0}}]
-  - id: bud
-    mode: local
-    labels: [a, b, c]
-    slot_s: 10
-    round_s: 2
-    release_timeout_s: 1
-    mechanism: {{name: lbu, params: {{users: {USERS}, oracle: oue}}}}
-    levels: [{{name: only, w: 3, eps: 1.0}}]
-"""
+LABELS = ["a", "b", "c"]
 
 
 @dataclass
@@ -45,10 +26,14 @@ class Rec:
 
 
 @pytest.fixture()
-def setup(tmp_path):
-    path = tmp_path / "s.yaml"
-    path.write_text(YAML)
-    streams = {s.id: s for s in load_streams(path, env={})}
+def setup(load_configs, local_stream):
+    lpu = {"name": "lpu", "params": {"users": USERS, "oracle": "grr"}}
+    lbu = {"name": "lbu", "params": {"users": USERS, "oracle": "oue"}}
+    configs = load_configs(
+        local_stream(labels=LABELS, mechanism=lpu),
+        local_stream(id="bud", labels=LABELS, mechanism=lbu),
+    )
+    streams = {s.id: s for s in configs}
     c = ReportCollector(streams.values())
     c.assign(0)
     c.partitions[0] = True
@@ -123,7 +108,7 @@ def test_population_division_drops_a_user_within_its_window(setup):
 
 
 def mech_tally(req, mech):
-    from app.dp.local.base import Tally
+    from app.dp.local.wire import Tally
 
     return Tally(req.slot, req.round, np.zeros((1, mech.d), dtype=np.int64), [0])
 

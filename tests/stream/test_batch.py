@@ -1,0 +1,121 @@
+"""``app.stream.batch.BatchConsumer`` on in-memory clients: offsets, dead letters, side input.
+
+The clients come from the ``fake_kafka`` fixture and are set on the service directly:
+``on_start`` / ``on_stop`` (which build and stop the real aiokafka clients) need a broker and
+are run by ``tests/integration``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from aiokafka import TopicPartition
+
+from app.stream.batch import BatchConsumer
+from app.stream.topics import load_topics
+
+
+class Collector:
+    """The ``Collecting`` bookkeeping, reduced to what a test sets: the first offset needed."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[int, str] = {}
+        self.need: dict[int, int] = {}
+
+    def assign(self, partition: int) -> None:
+        self.partitions[partition] = "assigned"
+
+    def revoke(self, partition: int) -> None:
+        self.partitions.pop(partition)
+
+    def commit_offset(self, partition: int, position: int) -> int:
+        return self.need.get(partition, position)
+
+
+class Service(BatchConsumer):
+    def __init__(self, settings, topics) -> None:
+        super().__init__(
+            settings, topics, "g", source=topics.events, side_input=topics.preferences,
+            collector=Collector(), policy=lambda exc, rec, log: None,
+        )  # fmt: skip
+        self.applied: list[bytes | None] = []
+
+    def _apply_side_input(self, record) -> None:
+        self.applied.append(record.value)
+
+
+@pytest.fixture
+def service(make_settings, fake_kafka):
+    topics = load_topics()
+    svc = Service(make_settings(), topics)
+    svc._consumer = fake_kafka.Consumer(topics.events, {0: [b"e"] * 5, 1: [b"e"] * 3, 2: []})
+    svc._consumer.assign([TopicPartition(topics.events, p) for p in (0, 1, 2)])
+    svc._producer = fake_kafka.Producer()
+    return svc
+
+
+def tp(svc, p):
+    return TopicPartition(svc.source, p)
+
+
+def test_commit_sends_dead_letters_first_then_the_first_offset_still_needed(service):
+    async def go():
+        service.collector.assign(0)
+        service.collector.assign(1)
+        service.collector.need[0] = 2
+        service._consumer.positions.update({tp(service, 0): 5, tp(service, 1): 3})
+        service._send_dead_letter(b"k", b"dead")
+        await service._commit([tp(service, p) for p in (0, 1, 2)])
+
+    asyncio.run(go())
+    assert service._producer.sent == [(service.topics.dead_letter, b"k", b"dead")]
+    assert service._producer.flushes == 1
+    # partition 2 is not the collector's: nothing committed for it
+    assert service._consumer.committed == [{tp(service, 0): 2, tp(service, 1): 3}]
+
+
+def test_a_failed_dead_letter_blocks_the_commit_and_is_sent_again(service):
+    async def go():
+        service.collector.assign(0)
+        service._producer.fail[service.topics.dead_letter] = 1
+        service._send_dead_letter(b"k", b"dead")
+        await service._commit([tp(service, 0)])
+        assert service._consumer.committed == [] and service._producer.flushes == 0
+        assert len(service._pending) == 1  # sent again, not yet acknowledged
+        await service._commit([tp(service, 0)])
+
+    asyncio.run(go())
+    assert service._producer.values(service.topics.dead_letter) == [b"dead"]
+    assert service._consumer.committed == [{tp(service, 0): 0}]
+
+
+def test_assignment_records_the_end_to_catch_up_with_and_revocation_commits(service):
+    async def go():
+        await service.on_assigned([tp(service, 0), tp(service, 1)])
+        assert service.collector.partitions == {0: "assigned", 1: "assigned"}
+        assert service._targets == {0: 5, 1: 3}
+        service.consuming = True
+        service.collector.need[1] = 1
+        service._consumer.positions[tp(service, 1)] = 3
+        await service.on_revoked([tp(service, 1)])
+
+    asyncio.run(go())
+    assert service._consumer.committed == [{tp(service, 1): 1}]  # committed before forgetting
+    assert service.collector.partitions == {0: "assigned"} and service._targets == {0: 5}
+    assert service.consuming is False
+
+
+def test_the_side_input_is_read_to_its_end_then_tailed(service, fake_kafka):
+    side = service.topics.preferences
+    service._side = fake_kafka.Consumer(side, {0: [b"a", b"b"], 1: [b"c"]})
+
+    async def go():
+        await service._read_side_input(until_end=True)
+        assert sorted(service.applied) == [b"a", b"b", b"c"]
+        assert service._side.assignment() == {TopicPartition(side, 0), TopicPartition(side, 1)}
+        service._side.logs[1].append(b"d")
+        await service._read_side_input(until_end=False)
+
+    asyncio.run(go())
+    assert sorted(service.applied) == [b"a", b"b", b"c", b"d"]
