@@ -149,6 +149,8 @@ class BatchConsumer(Service):
         for tp in assigned:
             self.collector.assign(tp.partition)
             self._targets[tp.partition] = int(ends.get(tp, 0))
+        if assigned:
+            self.consuming = False  # the new partitions catch up before anything closes
         parts = sorted(tp.partition for tp in assigned)
         log.info("%s assigned partitions=%s", self.shortlabel, parts)
 
