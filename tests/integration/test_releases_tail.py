@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import msgpack
 
@@ -103,3 +104,34 @@ def test_unreachable_broker_is_one_line(tmp_path):
     assert out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1
     assert "127.0.0.1:1" in out.stderr
+
+
+def test_reader_in_a_group_goes_on_where_it_stopped(broker, kafka):
+    """The README's pipeline: a group member reads, closes, and a restart sees only new slots."""
+    from app.client.releases import ReleaseReader
+
+    prefix = "group."
+    kafka.create_topics(prefix)
+    topic = load_topics(prefix).releases
+    kafka.produce(topic, [(b"web", _record("web", s, [1.0, 2.0, 3.0])) for s in (1, 2)])
+    # A short session: the broker holds a join until the last member's session ends.
+    config = {"bootstrap.servers": broker.bootstrap, "session.timeout.ms": 6000}
+
+    def read_all(expect: int, max_s: float = 30.0) -> list[int]:
+        slots: list[int] = []
+        with ReleaseReader(config, topic, stream="web", group_id="pipe", from_beginning=True) as r:
+            deadline = time.monotonic() + max_s
+            while time.monotonic() < deadline and len(slots) < expect:
+                rel = r.poll(0.5)
+                if rel is not None:
+                    slots.append(rel.slot)
+            idle = time.monotonic() + 3  # nothing more comes
+            while time.monotonic() < idle:
+                rel = r.poll(0.5)
+                if rel is not None:
+                    slots.append(rel.slot)
+        return slots
+
+    assert read_all(2) == [1, 2]
+    kafka.produce(topic, [(b"web", _record("web", 3, [1.0, 2.0, 3.0]))])
+    assert read_all(1) == [3]
