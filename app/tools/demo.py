@@ -98,11 +98,18 @@ def header(settings: Settings) -> str:
         "  eps per user = the budget one user of each level spent in this slot, 'of' the "
         "level's eps: over any w consecutive slots a user spends at most eps in total.",
         "  Noisy counts can be negative: the noise is unbiased (`--post clamp` clamps at 0 "
-        "and rounds, post-processing that costs no budget). Local streams release estimated "
-        "frequencies (sum ~ 1) instead of counts.",
-        "  A user counts once per slot: its further events in the same slot are dropped as "
-        "duplicates (the synthetic users send several events per slot).",
+        "and rounds, post-processing that costs no budget).",
     ]
+    if any(s.local for s in settings.streams):
+        lines.append(
+            "  Local streams release estimated frequencies (sum ~ 1) instead of counts, from "
+            "the perturbed reports of the devices each collection request asked."
+        )
+    if any(not s.local for s in settings.streams):
+        lines.append(
+            "  A user counts once per slot: its further events in the same slot are dropped as "
+            "duplicates (the synthetic users send several events per slot)."
+        )
     for stream in settings.streams:
         levels = ", ".join(f"{lv.name} (w={lv.w}, eps={lv.eps:g})" for lv in stream.levels)
         kind = "local" if stream.local else "central"

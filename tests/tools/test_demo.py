@@ -44,8 +44,14 @@ def test_central_spent_is_shown_against_each_level_eps() -> None:
 
 def test_header_says_what_the_figures_mean() -> None:
     text = demo.header(settings_of(DEFAULT_STREAMS))
-    for word in ("fresh", "repeat", "eps per user", "negative"):
+    for word in ("fresh", "repeat", "eps per user", "negative", "duplicates"):
         assert word in text
+    assert "frequencies" not in text  # no local stream in the default file
+
+
+def test_local_header_speaks_of_frequencies_not_duplicate_events() -> None:
+    text = demo.header(settings_of(demo.LOCAL_STREAMS))
+    assert "frequencies" in text and "duplicates" not in text
 
 
 def test_local_demo_honours_dpstream_config_and_hints_at_config(
