@@ -28,7 +28,7 @@ import base64
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 from app import metrics
@@ -152,7 +152,7 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         if app.rebalancing:
             reasons.append("rebalancing")
         reasons += releaser.failed.values()
-        reasons += overdue(settings, time.time())
+        reasons += overdue(settings, time.time(), releaser.central.start_slot)
         return "; ".join(reasons)
 
     http = HttpService(settings.metrics_bind, settings.metrics_port, not_ready,
@@ -160,16 +160,24 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
     return app, [http, *collectors]
 
 
-def overdue(settings: Settings, now: float) -> list[str]:
-    """Streams whose last release is past its deadline (``dpstream_last_released_slot``)."""
+def overdue(
+    settings: Settings, now: float, first: Mapping[str, int] | None = None
+) -> list[str]:
+    """Streams whose next release is past its deadline: the slot after the last one released
+    (``dpstream_last_released_slot``), or, before any release by this process, the first slot
+    the release agent chose (``first``, stream id -> slot)."""
     out = []
     for stream in settings.streams:
         last = metrics.LAST_RELEASED_SLOT.labels(stream.id)._value.get()
-        if not last:
-            continue  # nothing released yet by this process
-        deadline = stream.slots.due(int(last) + 1) + stream.release_timeout_s + stream.max_delay_s
+        if last:
+            pending, what = int(last) + 1, f"no release since slot {int(last)}"
+        elif first and stream.id in first:
+            pending, what = first[stream.id], f"no release yet (first slot {first[stream.id]})"
+        else:
+            continue  # this process has not served the stream
+        deadline = stream.slots.due(pending) + stream.release_timeout_s + stream.max_delay_s
         if now > deadline + stream.slot_s:
-            out.append(f"stream {stream.id}: no release since slot {int(last)}")
+            out.append(f"stream {stream.id}: {what}")
     return out
 
 

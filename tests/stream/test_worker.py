@@ -147,3 +147,11 @@ def test_a_stream_is_overdue_a_slot_after_its_deadline(
     last_released("ov", last)
     expected = ["stream ov: no release since slot 5"] if late else []
     assert overdue(settings, now) == expected
+
+
+def test_a_stream_never_released_by_its_agent_is_overdue(settings_for, central_stream):
+    """The agent chose slot 6 as its first (60-70 s, due 71 s, deadline 132 s) and released
+    nothing: overdue one slot after the deadline, as a stream that stopped releasing."""
+    settings = settings_for(central_stream(id="nv", max_delay_s=60))
+    assert overdue(settings, 142.0, {"nv": 6}) == []
+    assert overdue(settings, 142.01, {"nv": 6}) == ["stream nv: no release yet (first slot 6)"]
