@@ -99,7 +99,8 @@ def register(sub: Any) -> None:
 
 
 def _preset(args: argparse.Namespace) -> int:
-    from app.bench.presets import resolve, run_preset
+    from app.bench.presets import resolve
+    from app.bench.runner import run_preset
 
     try:
         preset = resolve(args.preset, dataset=args.dataset, quick=args.quick)

@@ -4,7 +4,8 @@ A :class:`Preset` is a small frozen value: which paper and figure it reproduces,
 the sweep (``eps_values x w_values``, one of them a single value), the seeds, and the dataset
 options per dataset. :func:`resolve` picks one by name, applies the dataset choice and, with
 ``quick=True``, the reduction (fewer seeds, slots, users and sweep points; under a minute on
-two cores). :func:`run_preset` runs it and writes ``results.csv``, ``results.md`` and the PNGs.
+two cores). :func:`app.bench.runner.run_preset` runs it and writes ``results.csv``,
+``results.md`` and the PNGs.
 
 =============== ======= =========================== =====================================
 name            paper   figure                      sweep
@@ -35,9 +36,8 @@ from __future__ import annotations
 
 import csv
 import math
-import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,6 @@ __all__ = [
     "Preset",
     "names",
     "resolve",
-    "run_preset",
     "summarize",
     "sweep_means",
     "write_tables",
@@ -259,28 +258,6 @@ def run_rows(
         jobs=jobs,
         progress=progress,
     )
-
-
-def run_preset(
-    preset: Preset,
-    out_dir: str | Path,
-    jobs: int | None = None,
-    progress: bool = True,
-    runner: Callable[..., list[dict[str, Any]]] = run_rows,
-) -> tuple[list[dict[str, Any]], list[Path]]:
-    """Run ``preset``; write ``results.csv``, ``results.md`` and the PNGs into ``out_dir``.
-
-    Returns the rows and the written paths. ``runner`` is for tests.
-    """
-    from app.bench.plots import plot_preset
-
-    began = time.perf_counter()
-    rows = runner(preset, jobs=jobs, progress=progress)
-    seconds = time.perf_counter() - began
-    out = Path(out_dir)
-    paths = write_tables(rows, out, preset, seconds)
-    paths += plot_preset(rows, out, preset)
-    return rows, paths
 
 
 def summarize(

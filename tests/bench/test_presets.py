@@ -8,12 +8,13 @@ from dataclasses import replace
 import pytest
 
 from app.bench import presets
-from app.bench.presets import PRESETS, resolve, run_preset
+from app.bench.presets import PRESETS, resolve
 from app.bench.report import runs
 from app.bench.report.claims import claims
 from app.bench.report.papers.ldp_ids import TABLE2
 from app.bench.report.regenerate import regenerate
 from app.bench.report.render import ratio_table, render
+from app.bench.runner import run_preset
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

@@ -23,7 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from app.bench.presets import Preset, resolve, run_preset, run_rows, write_tables
+from app.bench.presets import Preset, resolve, run_rows, write_tables
+from app.bench.runner import run_preset
 
 __all__ = ["RUNS", "Done", "Rows", "machine", "read_csv", "recorded_machine", "run_all"]
 
