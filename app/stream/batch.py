@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
 from mode import Service
 
 from app.stream.config import Settings
@@ -156,7 +157,11 @@ class BatchConsumer(Service):
 
     async def on_revoked(self, revoked: list[TopicPartition]) -> None:
         if revoked and self._consumer is not None:
-            await self._commit(revoked)
+            try:
+                await self._commit(revoked)
+            except KafkaError as exc:  # e.g. leaving the group at shutdown: nothing is lost,
+                # the next owner replays from the last commit (open slots are rebuilt)
+                log.warning("%s: no commit at revocation (%s)", self.shortlabel, exc)
         for tp in revoked:
             self.collector.revoke(tp.partition)
             self._targets.pop(tp.partition, None)
