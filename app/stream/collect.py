@@ -55,7 +55,7 @@ import numpy as np
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 from app.stream.partitioning import partition_for
-from app.stream.preferences import Preferences
+from app.stream.preferences import History, Preferences
 from app.stream.records import Domain, decode_event
 
 MAX_EMPTY_GAP = 1000
@@ -165,18 +165,22 @@ class Collector:
                 part.healthy_since = math.inf
 
     # -- preferences --------------------------------------------------------------------------
-    def set_preference(self, user: str, level: str | None, at: float) -> None:
-        """Apply one ``preferences`` record (``level=None``: back to the default level).
+    def set_preference(
+        self, user: str, level: str | None, at: float, not_before: float = -math.inf
+    ) -> History | None:
+        """Apply one ``preferences`` record (``level=None``: back to the default level); the
+        user's new history if the level changed.
 
         ``at`` is the record's Kafka timestamp; the change never takes effect in a slot this
-        worker already closed for the user's partition (see :mod:`app.stream.preferences`).
+        worker already closed for the user's partition, nor before ``not_before`` (see
+        :mod:`app.stream.ingest`: records a previous owner may not have applied).
         """
         part = self.partitions.get(self._partition(user.encode()))
-        floor = -math.inf
+        floor = not_before
         if part is not None:
             for sid, closed in part.closed_through.items():
                 floor = max(floor, self.streams[sid].slots.end(closed))
-        self.preferences.change(user, level, at, floor)
+        return self.preferences.change(user, level, at, floor)
 
     # -- events -------------------------------------------------------------------------------
     def _partition(self, key: bytes) -> int:
