@@ -14,15 +14,19 @@ them. A report is counted only if, in this order:
 2. its user index is registered, its bucket is in the request's cohort bitmap, and its group is
    the user's group (else ``not_asked``);
 3. the user has not reported in its window: population-division mechanisms (a cohort reports
-   with the whole ``eps``) drop a user that reported at any of the last ``w - 1`` slots or
-   already in this slot; budget-division ones (everybody reports a share every slot) drop a
-   second report to the same round (``window_used``);
+   with the whole ``eps``, or a personalized one with ``1/s_k`` of it) drop a user of level
+   ``k`` that already reported ``s_k`` times in the last ``w_k - 1`` slots, or already in this
+   slot (``s_k = 1`` and ``w_k = max(w)`` for every user of a non-personalized mechanism, which
+   runs at the strictest level; a personalized one names ``shares`` per level, 1 without OPS);
+   budget-division ones (everybody reports a share every slot) drop a second report to the same
+   round (``window_used``);
 4. the payload is a report of the requested oracle (else ``invalid``, and dead-letter).
 
 Steps 2-3 run vectorized over a batch (numpy over user indices), and accepted payloads become
 support counts with the oracle's own ``support``. Reports are keyed by user, so a user's reports
 all reach one partition and step 3 holds across partitions. The window check keeps the last
-reported slot per registered user (two ``int32`` arrays per stream, 8 bytes per user), in
+reported slot per registered user (two ``int32`` arrays per stream, 8 bytes per user;
+(population division: the last ``max(s_k)`` report slots per registered user instead), in
 memory only: it starts empty after a restart, and need not be persisted, because
 
 * across slots, step 2 already enforces the window: a cohort is planned by the population
@@ -59,6 +63,24 @@ from app.stream.records import ROUND_INDEX, decode_report, unpack
 KEEP_ROUNDS = 6
 """Requests remembered per stream (older ones: their reports are ``wrong_slot``)."""
 NEVER = np.iinfo(np.int32).min // 2
+
+
+def level_windows(
+    mech: Any, stream: StreamConfig
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Per requirement group, ``(w_k, s_k)``: at most ``s_k`` reports in any ``w_k`` slots.
+
+    A personalized mechanism (``personalized``) holds every user to its own level's ``w_k``
+    and to its ``shares`` (OPS's split of ``eps_k``; 1 without OPS); any other one runs every
+    user at the strictest level: one report in ``max(w)`` slots.
+    """
+    groups = len(mech.group_users)
+    if getattr(mech, "personalized", False):
+        w = [g.w for g in mech.groups]
+        shares = list(getattr(mech, "shares", (1,) * len(w)))
+    else:
+        w, shares = [max(level.w for level in stream.levels)] * groups, [1] * groups
+    return np.asarray(w, dtype=np.int64), np.asarray(shares, dtype=np.int64)
 
 
 @dataclass
@@ -113,11 +135,14 @@ class ReportCollector:
         self._last: dict[str, npt.NDArray[np.int32]] = {}
         self._group_edges: dict[str, npt.NDArray[np.int64]] = {}
         self._population_division: dict[str, bool] = {}
+        self._windows: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
         for sid, s in self.streams.items():
             mech: Any = s.build_mechanism()
             self._population_division[sid] = bool(mech.population_division)
             self._group_edges[sid] = np.cumsum(mech.group_users).astype(np.int64)
-            self._last[sid] = np.full((2, s.users), NEVER, dtype=np.int32)
+            self._windows[sid] = level_windows(mech, s)
+            rows = int(self._windows[sid][1].max()) if mech.population_division else 2
+            self._last[sid] = np.full((rows, s.users), NEVER, dtype=np.int32)
 
     # -- partitions ---------------------------------------------------------------------------
     def assign(self, partition: int) -> None:
@@ -214,12 +239,15 @@ class ReportCollector:
             ok &= rnd.member[safe % rnd.request.buckets]
         ok &= np.searchsorted(self._group_edges[sid], safe, side="right") == groups
         self.outcomes[sid, "not_asked"] += int((~ok).sum())
-        # 3. Window: the last slot each user reported (any round), and duplicates in the batch.
+        # 3. Window: the user's last report slots (any round), and duplicates in the batch.
         last = self._last[sid]
         r = ROUND_INDEX[rnd.rnd]
-        if self._population_division[sid]:
-            seen = np.maximum(last[0, safe], last[1, safe])
-            used = seen > rnd.slot - max(level.w for level in stream.levels)
+        division = self._population_division[sid]
+        if division:
+            w, shares = self._windows[sid]
+            level = np.clip(groups, 0, w.shape[0] - 1)
+            in_window = (last[:, safe] > rnd.slot - w[level]).sum(axis=0)
+            used = (in_window >= shares[level]) | (last[0, safe] == rnd.slot)
         else:
             used = last[r, safe] == rnd.slot
         first = np.zeros(users.shape[0], dtype=bool)
@@ -237,7 +265,11 @@ class ReportCollector:
                 bad.append((BadEvent("out_of_domain", f"not a {oracle.name} report"),
                             rows.records[i]))  # fmt: skip
         accepted = np.flatnonzero(ok)
-        last[r, users[accepted]] = rnd.slot
+        if division:  # newest first: shift the older report slots down one row
+            last[1:, users[accepted]] = last[:-1, users[accepted]]
+            last[0, users[accepted]] = rnd.slot
+        else:
+            last[r, users[accepted]] = rnd.slot
         self.outcomes[sid, "accepted"] += int(accepted.shape[0])
         m, d = len(rnd.oracles), rnd.request.d
         support = rnd.support.setdefault(partition, np.zeros((m, d), dtype=np.int64))
