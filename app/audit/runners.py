@@ -33,7 +33,7 @@ from app.audit.pairs import (
 from app.client.clock import When
 from app.client.device import Device, Enrollment
 from app.client.errors import ReportRefusedError
-from app.dp.local.base import Tally, mask_users
+from app.dp.local.wire import Tally, mask_users
 from app.dp.oracles import make
 from app.dp.types import Group
 

@@ -3,7 +3,7 @@
 :func:`run_local` replays a stream of true values ``(T, N)`` through a registered local
 mechanism. For every collection request, the users in its cohort perturb their value with the
 oracle's device side (vectorized over the cohort), the service side sums their support counts
-into a :class:`~app.dp.local.base.Tally`, and the mechanism decides the next round. It returns
+into a :class:`~app.dp.local.wire.Tally`, and the mechanism decides the next round. It returns
 the releases and the reports actually sent, so tests can check the window invariant per user.
 
 >>> import numpy as np
@@ -22,7 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from app.dp import registry
-from app.dp.local.base import CollectionRequest, LocalMechanism, Tally, mask_users
+from app.dp.local.base import LocalMechanism
+from app.dp.local.wire import CollectionRequest, Tally, mask_users
 from app.dp.oracles import make
 from app.dp.types import Release
 

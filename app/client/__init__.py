@@ -1,6 +1,6 @@
 """The device-side SDK of local mode: answer collection requests within the device's budget.
 
-A device receives :class:`~app.dp.local.base.CollectionRequest` s, decides whether its bucket
+A device receives :class:`~app.dp.local.wire.CollectionRequest` s, decides whether its bucket
 is in the cohort, checks its own w-event ledger, perturbs its true value with the requested
 frequency oracle, and returns a :class:`~app.client.device.Report`. It is independent of Kafka:
 the producer that sends reports comes with the service wiring.

@@ -1,7 +1,7 @@
 """The device side of local mode: membership, perturbation, and the device's own ledger.
 
 A device holds its registration (:class:`Enrollment`: its user index, its requirement ``(w,
-eps)`` and group) and answers a :class:`~app.dp.local.base.CollectionRequest`:
+eps)`` and group) and answers a :class:`~app.dp.local.wire.CollectionRequest`:
 
 1. membership: it reports only if its bucket (``user mod buckets``) is in the request's cohort
    bitmap (or the request asks everybody);
@@ -45,7 +45,7 @@ from app.client.clock import DEFAULT_TOLERANCE_S, DeviceClock, When
 from app.client.errors import ReportRefusedError
 from app.dp.budget import SlotLedger, within
 from app.dp.errors import ParameterError
-from app.dp.local.base import CollectionRequest
+from app.dp.local.wire import CollectionRequest
 from app.dp.oracles import ORACLES, Payload, make
 from app.dp.types import Group
 

@@ -31,7 +31,7 @@ import numpy.typing as npt
 from app.client.clock import DEFAULT_TOLERANCE_S, ClockRefusedError, When
 from app.client.device import Device, Enrollment, Report
 from app.client.errors import ReportRefusedError
-from app.dp.local.base import CollectionRequest
+from app.dp.local.wire import CollectionRequest
 from app.dp.oracles import make
 
 

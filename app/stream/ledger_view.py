@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from app.dp.local.base import CollectionRequest, mask_users
+from app.dp.local.wire import CollectionRequest, mask_users
 from app.stream.budget_view import budget_json, utc
 from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config

@@ -4,7 +4,7 @@
 drives it directly; :mod:`app.stream.reports` feeds it the ``collection-requests`` it reads and
 batches of ``reports``, and ships what :meth:`ReportCollector.flush` returns.
 
-A round is one :class:`~app.dp.local.base.CollectionRequest` of a stream, known from the
+A round is one :class:`~app.dp.local.wire.CollectionRequest` of a stream, known from the
 ``collection-requests`` topic. Per reports partition and round the collector keeps the support
 counts (``groups x d``), the number of reports per group, and the smallest offset that fed
 them. A report is counted only if, in this order:
@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from app.dp.local.base import ROUNDS, CollectionRequest
+from app.dp.local.wire import ROUNDS, CollectionRequest
 from app.dp.oracles import FrequencyOracle, make
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent

@@ -36,7 +36,7 @@ import numpy.typing as npt
 from app.client.clock import DEFAULT_TOLERANCE_S, When
 from app.client.device import Enrollment
 from app.client.fleet import Fleet
-from app.dp.local.base import CollectionRequest
+from app.dp.local.wire import CollectionRequest
 from app.stream.partitioning import PRODUCER_CONFIG
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import pytest
 
 from app.client import ClockRefusedError, Device, Enrollment, When
 from app.client.fleet import Fleet
-from app.dp.local.base import CollectionRequest
+from app.dp.local.wire import CollectionRequest
 
 SLOT_S = 60.0
 T0 = 1_700_000_040.0  # the wall-clock start of service slot 7 (a multiple of SLOT_S)

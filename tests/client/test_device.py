@@ -8,7 +8,7 @@ import pytest
 from app.client import Device, Enrollment, ReportRefusedError, When
 from app.dp import registry
 from app.dp.errors import ParameterError
-from app.dp.local.base import CollectionRequest, Tally
+from app.dp.local.wire import CollectionRequest, Tally
 from app.dp.oracles import make
 
 

@@ -8,7 +8,7 @@ import pytest
 from app.client import Device, Enrollment, ReportRefusedError, When
 from app.client.fleet import Fleet
 from app.dp.local import LPU
-from app.dp.local.base import CollectionRequest
+from app.dp.local.wire import CollectionRequest
 
 
 def forged_next_slot(request: CollectionRequest, slots: int = 1) -> CollectionRequest:

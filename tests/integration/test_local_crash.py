@@ -32,7 +32,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from app.dp.local.base import CollectionRequest, mask_users
+from app.dp.local.wire import CollectionRequest, mask_users
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ import asyncio
 import msgpack
 import pytest
 
-from app.dp.local.base import CollectionRequest, mask_users
+from app.dp.local.wire import CollectionRequest, mask_users
 from app.stream.ledger_view import render
 from app.stream.records import encode_partial, encode_tick
 from app.stream.release import LedgerEntry, Releaser

@@ -6,7 +6,7 @@ import asyncio
 
 import msgpack
 
-from app.dp.local.base import CollectionRequest
+from app.dp.local.wire import CollectionRequest
 from app.stream.config import load_settings
 from app.stream.records import encode_tally, encode_tick
 from app.stream.release import Releaser

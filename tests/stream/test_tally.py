@@ -108,7 +108,7 @@ def test_population_division_drops_a_user_within_its_window(setup):
 
 
 def mech_tally(req, mech):
-    from app.dp.local.base import Tally
+    from app.dp.local.wire import Tally
 
     return Tally(req.slot, req.round, np.zeros((1, mech.d), dtype=np.int64), [0])
 

@@ -16,7 +16,7 @@ personalized frequency oracle (:mod:`app.dp.local.pfo`), OPS (:mod:`app.dp.local
 
 from __future__ import annotations
 
-from app.dp.local.base import CollectionRequest, LocalMechanism, Tally
+from app.dp.local.base import LocalMechanism
 from app.dp.local.lba import LBA
 from app.dp.local.lbd import LBD
 from app.dp.local.lbu import LBU
@@ -30,6 +30,7 @@ from app.dp.local.plpa import PLPA
 from app.dp.local.plpa_plus import PLPAPlus
 from app.dp.local.plpd import PLPD
 from app.dp.local.plpd_plus import PLPDPlus
+from app.dp.local.wire import CollectionRequest, Tally
 
 __all__ = [
     "LBA",

@@ -5,11 +5,12 @@ frequency oracle (:mod:`app.dp.oracles`) and the service only aggregates support
 slot is at most two collection rounds:
 
 1. ``open_slot(rng)`` starts slot ``t = self.t + 1`` and returns the first
-   :class:`CollectionRequest`: the *dissimilarity* round of the adaptive mechanisms (LBD, LBA,
-   LPD, LPA), or directly the *publication* round of the others (LBU, PLBU, LSP, LPU). It
-   returns None when nobody reports this slot (LSP between sampling slots).
+   :class:`~app.dp.local.wire.CollectionRequest`: the *dissimilarity* round of the adaptive
+   mechanisms (LBD, LBA, LPD, LPA), or directly the *publication* round of the others (LBU,
+   PLBU, LSP, LPU). It returns None when nobody reports this slot (LSP between sampling slots).
 2. The service sends the request; the devices in its cohort answer; the service sums their
-   reports into a :class:`Tally` (support counts per value and the number of reports).
+   reports into a :class:`~app.dp.local.wire.Tally` (support counts per value and the number
+   of reports).
 3. ``on_tally(tally, rng)`` consumes the answer to the pending request. After a dissimilarity
    round it computes ``dis`` (LDP-IDS Eq. 4) and the potential publication error ``err``, and
    returns the publication request if ``dis > err``, else None. After a publication round it
@@ -27,7 +28,8 @@ float and in exact ledger units, so a device can check it against its own ledger
 (:class:`~app.dp.budget.SlotLedger`).
 
 The mechanism's state is plain values between any two calls, including mid-slot (a pending
-request is part of it), so the service can checkpoint after sending a request.
+request is part of it), so the service can checkpoint after sending a request. The wire types
+live in :mod:`app.dp.local.wire`; noise-free runs for examples in :mod:`app.dp.local.simulate`.
 """
 
 from __future__ import annotations
@@ -36,10 +38,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
 from app.dp.budget import WindowLedger, exact
 from app.dp.errors import DPError, ParameterError
@@ -47,17 +48,12 @@ from app.dp.local.population import (
     MAX_BUCKETS,
     Population,
     bitmap,
-    bucket_of,
     default_buckets,
-    from_bitmap,
-    in_bitmap,
 )
+from app.dp.local.wire import CollectionRequest, Round, Tally
 from app.dp.mechanism import Mechanism
 from app.dp.oracles import FrequencyOracle, check_choice, make
 from app.dp.types import FloatArray, Group, IntArray, Release, Status, WindowSpend
-
-Round = Literal["dissimilarity", "publication"]
-ROUNDS: tuple[Round, ...] = ("dissimilarity", "publication")
 
 
 class ProtocolError(DPError):
@@ -67,93 +63,6 @@ class ProtocolError(DPError):
     ``close_slot`` must alternate as the module :mod:`app.dp.local.base` documents. Nothing was
     spent by the refused call; fix the caller.
     """
-
-
-@dataclass(frozen=True)
-class CollectionRequest:
-    """Who reports in one round, with which oracle and budget (stream-independent fields).
-
-    ``cohort`` is a bitmap over ``buckets`` (see :mod:`app.dp.local.population`), or None for
-    every registered user. ``oracle``, ``eps`` and ``units`` have one entry per requirement
-    group (one, except for PLBU); ``units`` is ``eps`` in the group's exact ledger units
-    (``eps_g`` is ``2 w_g 2**40`` units). The request is small: the bitmap is
-    ``ceil(buckets / 8)`` bytes whatever the number of users.
-    """
-
-    mechanism: str
-    slot: int
-    round: Round
-    d: int
-    buckets: int
-    cohort: bytes | None
-    oracle: tuple[str, ...]
-    eps: tuple[float, ...]
-    units: tuple[int, ...]
-
-    def asks(self, user: int) -> bool:
-        """Whether the user registered with index ``user`` is in the cohort."""
-        return self.cohort is None or in_bitmap(self.cohort, bucket_of(user, self.buckets))
-
-    def cohort_buckets(self) -> IntArray | None:
-        """The cohort's bucket indices, or None for everybody."""
-        return None if self.cohort is None else from_bitmap(self.cohort, self.buckets)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain values for msgpack (bytes stay bytes)."""
-        return {
-            "mechanism": self.mechanism,
-            "slot": self.slot,
-            "round": self.round,
-            "d": self.d,
-            "buckets": self.buckets,
-            "cohort": self.cohort,
-            "oracle": list(self.oracle),
-            "eps": list(self.eps),
-            "units": list(self.units),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CollectionRequest:
-        """Inverse of :meth:`to_dict`; validates the fields a device relies on."""
-        rnd = data["round"]
-        if rnd not in ROUNDS:
-            raise ParameterError(f"round must be one of {ROUNDS}, got {rnd!r}")
-        buckets = int(data["buckets"])
-        cohort = data["cohort"]
-        if not 1 <= buckets <= MAX_BUCKETS:
-            raise ParameterError(f"buckets must be in [1, {MAX_BUCKETS}], got {buckets}")
-        if cohort is not None and len(cohort) != (buckets + 7) // 8:
-            raise ParameterError(f"cohort must be {(buckets + 7) // 8} bytes, got {len(cohort)}")
-        oracle = tuple(str(o) for o in data["oracle"])
-        eps = tuple(float(e) for e in data["eps"])
-        units = tuple(int(u) for u in data["units"])
-        if not len(oracle) == len(eps) == len(units) >= 1:
-            raise ParameterError("oracle, eps and units must have one entry per group")
-        return cls(
-            str(data["mechanism"]), int(data["slot"]), rnd, int(data["d"]), buckets,
-            None if cohort is None else bytes(cohort), oracle, eps, units,
-        )
-
-
-@dataclass(frozen=True)
-class Tally:
-    """The aggregated answers to one request: support counts ``(m, d)``, reports ``(m,)``."""
-
-    slot: int
-    round: Round
-    support: IntArray
-    reports: IntArray
-
-    def __post_init__(self) -> None:
-        s = np.array(self.support, dtype=np.int64)
-        n = np.array(self.reports, dtype=np.int64).reshape(-1)
-        s = s.reshape(n.shape[0], -1)
-        if (s < 0).any() or (n < 0).any():
-            raise ParameterError("tally support and reports must be non-negative")
-        s.flags.writeable = False
-        n.flags.writeable = False
-        object.__setattr__(self, "support", s)
-        object.__setattr__(self, "reports", n)
 
 
 @dataclass
@@ -481,44 +390,3 @@ class LocalMechanism(Mechanism):
 def _check_int(name: str, value: object, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
         raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}")
-
-
-def mask_users(request: CollectionRequest, users: int) -> npt.NDArray[np.bool_]:
-    """Which of the users ``0 .. users-1`` a request asks (vectorized :meth:`asks`)."""
-    cohort = request.cohort_buckets()
-    if cohort is None:
-        return np.ones(users, dtype=bool)
-    member = np.zeros(request.buckets, dtype=bool)
-    member[cohort] = True
-    reps = -(-users // request.buckets)  # users i, i + B, ... share bucket i: tile, no modulo
-    return np.tile(member, reps)[:users]
-
-
-def expected_tally(request: CollectionRequest, reports: int, f: npt.ArrayLike) -> Tally:
-    """The noise-free answer of ``reports`` users with frequencies ``f`` (one group).
-
-    Support counts are their expectations ``n (p f + q (1 - f))``, rounded: a deterministic
-    stand-in for devices, for examples and for the conformance checks.
-    """
-    oracle = make(request.oracle[0], request.d, request.eps[0])
-    fa = np.asarray(f, dtype=np.float64)
-    support = np.rint(reports * (oracle.p * fa + oracle.q * (1 - fa))).astype(np.int64)
-    return Tally(request.slot, request.round, support[None, :], np.array([reports]))
-
-
-def run_expected(
-    mechanism: LocalMechanism, freqs: npt.ArrayLike, rng: np.random.Generator | None
-) -> list[Release]:
-    """Run ``mechanism`` over frequencies ``(T, d)``, answering with :func:`expected_tally`.
-
-    ``rng`` draws the cohorts (population division); None means a generator seeded with 0.
-    """
-    rng = np.random.default_rng(0) if rng is None else rng
-    out = []
-    for f in np.asarray(freqs, dtype=np.float64):
-        request = mechanism.open_slot(rng)
-        while request is not None:
-            n = int(mask_users(request, mechanism.users).sum())
-            request = mechanism.on_tally(expected_tally(request, n, f), rng)
-        out.append(mechanism.close_slot())
-    return out

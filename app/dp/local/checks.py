@@ -22,7 +22,8 @@ import msgpack
 import numpy as np
 
 from app.dp.errors import ParameterError
-from app.dp.local.base import CollectionRequest, LocalMechanism, Tally, mask_users
+from app.dp.local.base import LocalMechanism
+from app.dp.local.wire import CollectionRequest, Tally, mask_users
 from app.dp.types import Release
 
 Factory = Callable[[], Any]

@@ -58,7 +58,7 @@ class LBD(LocalMechanism):
     ``eps/16``; the window's unspent publication half keeps halving:
 
     >>> import numpy as np
-    >>> from app.dp.local.base import run_expected
+    >>> from app.dp.local.simulate import run_expected
     >>> m = LBD(d=2, eps=1.0, w=4, users=100_000)
     >>> freqs = [[1, 0], [1, 0], [0.2, 0.8], [0.6, 0.4], [0.6, 0.4]]
     >>> [(r.status, float(r.spent_pub[0])) for r in run_expected(m, freqs, None)]

@@ -72,7 +72,7 @@ class LBU(LocalMechanism):
     >>> req = m.open_slot(rng)
     >>> req.round, req.cohort, req.oracle, req.eps
     ('publication', None, ('grr',), (0.25,))
-    >>> from app.dp.local.base import Tally
+    >>> from app.dp.local.wire import Tally
     >>> m.on_tally(Tally(1, "publication", [[550, 450]], [1000]), rng) is None
     True
     >>> r = m.close_slot()

@@ -74,7 +74,7 @@ class LPD(LocalMechanism):
     Examples
     --------
     >>> import numpy as np
-    >>> from app.dp.local.base import run_expected
+    >>> from app.dp.local.simulate import run_expected
     >>> m = LPD(d=2, eps=1.0, w=4, users=800)
     >>> freqs = [[1, 0], [1, 0], [0.2, 0.8], [0.6, 0.4], [0.6, 0.4]]
     >>> [(r.status, r.users_dc, r.users_pub) for r in run_expected(m, freqs, None)]

@@ -56,7 +56,7 @@ class LSP(LocalMechanism):
     >>> import numpy as np
     >>> m = LSP(d=2, eps=1.0, w=3, users=10)
     >>> rng = np.random.default_rng(0)
-    >>> from app.dp.local.base import Tally
+    >>> from app.dp.local.wire import Tally
     >>> statuses = []
     >>> for _ in range(4):
     ...     req = m.open_slot(rng)

@@ -69,7 +69,7 @@ class PLBU(LocalMechanism):
     Examples
     --------
     >>> import numpy as np
-    >>> from app.dp.local.base import Tally
+    >>> from app.dp.local.wire import Tally
     >>> m = PLBU(d=2, groups=[Group(2, 1.0), Group(4, 2.0)], users=[300, 700])
     >>> req = m.open_slot(np.random.default_rng(0))
     >>> req.eps, req.units == (2 << 40, 2 << 40)

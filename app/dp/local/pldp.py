@@ -38,13 +38,14 @@ import numpy as np
 
 from app.dp.budget import GroupBudget
 from app.dp.errors import ParameterError
-from app.dp.local.base import Ask, CollectionRequest, LocalMechanism, ProtocolError, Tally
+from app.dp.local.base import Ask, LocalMechanism, ProtocolError
 from app.dp.local.base import _check_int as check_int
 from app.dp.local.ops import SPLIT_RULES, OPSResult, SplitRule, ops
 from app.dp.local.personal_population import PersonalPopulation
 from app.dp.local.pfo import estimate, merge, pldp_variance, project_simplex, report_error
 from app.dp.local.population import MAX_BUCKETS
 from app.dp.local.pue import pue
+from app.dp.local.wire import CollectionRequest, Tally
 from app.dp.types import FloatArray, Group, IntArray
 
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from app import metrics
 from app.dp.errors import DPError
-from app.dp.local.base import CollectionRequest, Tally, mask_users
+from app.dp.local.wire import CollectionRequest, Tally, mask_users
 from app.stream.config import StreamConfig
 from app.stream.records import encode_request, pack, unpack
 from app.stream.release.entry import LedgerEntry

@@ -10,8 +10,9 @@ import pytest
 
 from app.dp import registry
 from app.dp.errors import ParameterError
-from app.dp.local.base import CollectionRequest, ProtocolError, Tally, mask_users
+from app.dp.local.base import ProtocolError
 from app.dp.local.population import CohortUnavailableError, Population
+from app.dp.local.wire import CollectionRequest, Tally, mask_users
 
 MILLION = 1_000_000
 PLAN_BUDGET_S = 0.1

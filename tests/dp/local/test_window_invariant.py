@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.dp import registry
-from app.dp.local.base import Tally
 from app.dp.local.checks import window_violations
+from app.dp.local.wire import Tally
 from app.dp.types import Group
 
 SLOTS = 10_000

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from app.dp import registry
 from app.dp.budget import GroupBudget
-from app.dp.local.base import Tally, mask_users
 from app.dp.local.checks import personal_window_violations
 from app.dp.local.ops import ops
 from app.dp.local.personal_population import PersonalWindowError
+from app.dp.local.wire import Tally, mask_users
 from app.dp.types import Group
 
 SLOTS = 10_000

@@ -11,8 +11,8 @@ from app.client.errors import ReportRefusedError
 from app.client.fleet import Fleet
 from app.dp import registry
 from app.dp.errors import ParameterError
-from app.dp.local.base import Tally
 from app.dp.local.checks import drive
+from app.dp.local.wire import Tally
 from app.dp.types import Group
 
 LEVELS = [Group(4, 1.0), Group(9, 0.5), Group(2, 2.0)]
