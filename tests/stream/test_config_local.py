@@ -60,3 +60,24 @@ def test_a_non_personalized_mechanism_runs_at_the_strictest_level(tmp_path):
 def test_bad_local_streams_name_the_field(tmp_path, name, params, levels, env, match):
     with pytest.raises(ConfigError, match=match):
         load(tmp_path, name, params, levels, env)
+
+
+@pytest.mark.parametrize("name", ["plpd", "plpa", "plpd+", "plpa+"])
+def test_a_pldp_stream_offers_several_levels_with_users_per_level(tmp_path, name):
+    """PLDP-IDS (issue 12): each level keeps its own (w_i, eps_i); users in blocks per level."""
+    levels = "[{name: a, w: 6, eps: 1.0}, {name: b, w: 2, eps: 2.0}]"
+    [s] = load(tmp_path, name, "{users: [600, 400]}", levels)
+    m = s.build_mechanism()
+    assert [(g.w, g.eps) for g in m.groups] == [(6, 1.0), (2, 2.0)]
+    assert m.group_users == [600, 400] and s.users == 1000
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [("{users: 1000}", "one count per group"), ("{users: [600, 0]}", "registered users")],
+)
+def test_a_pldp_stream_with_bad_users_names_the_field(tmp_path, params, match):
+    levels = "[{name: a, w: 6, eps: 1.0}, {name: b, w: 2, eps: 2.0}]"
+    with pytest.raises(ConfigError, match=match) as err:
+        load(tmp_path, "plpa+", params, levels)
+    assert "\n" not in str(err.value)
