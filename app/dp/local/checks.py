@@ -1,12 +1,13 @@
-"""Conformance checks every registered local mechanism must pass (no pytest needed).
+"""The conformance adapter of the local mechanisms (kind ``"local"``).
 
-Each check is a plain function ``check(factory, rng)``: ``factory()`` builds a fresh mechanism
-with the class's :meth:`~app.dp.mechanism.Mechanism.test_params`, ``rng`` is a seeded
-generator. A check raises ``AssertionError`` with a message when the mechanism fails.
-:func:`yield_local_checks` lists them for ``app.dp.checks``.
+The checks of :mod:`app.dp.checks` drive a local mechanism one slot at a time through its
+protocol (``open_slot``, ``on_tally`` per round, ``close_slot``). Devices are replaced by
+:func:`random_tally`: the support counts of the asked users' reports with random frequencies
+that sometimes jump, so that the adaptive mechanisms publish, skip and nullify. A slot's input
+is ``(seed, slot)``: the slot's frequencies and randomness come from them alone, so a run cut in
+two and resumed draws exactly what the whole run draws. What the mechanism is handed is its
+tallies.
 
-Devices are replaced by :func:`random_tally`: the support counts of ``n`` reports with random
-frequencies that sometimes jump, so that the adaptive mechanisms publish, skip and nullify.
 The window invariant is checked from the requests alone: every bucket (hence every user, all
 users of a bucket are asked together) and every group must spend at most ``eps`` in exact
 units in every window of ``w`` slots, and a bucket is never asked again before ``w`` slots.
@@ -14,22 +15,18 @@ units in every window of ``w`` slots, and a bucket is never asked again before `
 
 from __future__ import annotations
 
+import copy
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-import msgpack
 import numpy as np
+import numpy.typing as npt
 
-from app.dp.errors import ParameterError
+from app.dp.checks import Factory, Trace
 from app.dp.local.base import LocalMechanism
 from app.dp.local.wire import CollectionRequest, Tally, mask_users
-from app.dp.types import Release
-
-Factory = Callable[[], Any]
-Check = Callable[[Factory, np.random.Generator], None]
-
-SECTIONS = ("Paper", "Parameters", "State", "Privacy", "Deviations", "Examples", "References")
+from app.dp.types import Group, Release
 
 
 def random_tally(
@@ -53,25 +50,88 @@ def random_tally(
     return Tally(request.slot, request.round, np.array(support), np.array(reports))
 
 
+class Local:
+    """Local mechanisms: one slot is its rounds on random tallies, then its release."""
+
+    sizes = {"state": 7, "roundtrip": 12, "seeded": 15, "shape": 30, "input": 5}
+    invariant_slots = 600
+
+    def size(self, check: str, m: Any) -> int:
+        return self.sizes[check]
+
+    def cuts(self, slots: int) -> Iterable[int]:
+        return (1, 5, 9)  # a local slot costs a round of reports: three cuts, not all
+
+    def inputs(self, m: Any, rng: np.random.Generator, slots: int) -> list[Any]:
+        seed = int(rng.integers(2**32))
+        return [(seed, t) for t in range(m.t + 1, m.t + slots + 1)]
+
+    def step(self, m: Any, x: Any, rng: np.random.Generator, trace: Trace) -> list[Release]:
+        seed, t = x
+        return [_slot(m, seed, t, trace)]  # the slot's own generators, not ``rng``
+
+    def mid_slot(self, m: Any, rng: np.random.Generator) -> bool:
+        m.open_slot(rng)
+        return True
+
+    def lag(self, m: Any) -> int:
+        return 0
+
+    def check_release(self, m: Any, r: Release, previous: npt.NDArray[np.float64]) -> None:
+        assert r.users_dc is not None and r.users_pub is not None, f"slot {r.slot}: no users"
+        if not r.fresh:
+            assert r.users_pub == 0, f"slot {r.slot} repeat asked users to publish"
+
+    def invariant_runs(
+        self, factory: Factory, rng: np.random.Generator
+    ) -> Iterator[tuple[Any, int, list[Group]]]:
+        m = factory()
+        yield m, self.invariant_slots, list(m.groups)
+
+    def window_violations(self, m: Any, trace: Trace, groups: list[Group]) -> list[str]:
+        return window_violations(m, trace.requests, len(trace.releases))
+
+    def bad_params(self, factory: Factory) -> list[tuple[str, Any]]:
+        cls = type(factory())
+        good = cls.test_params()
+        takes = inspect.signature(cls.__init__).parameters
+        bad = {"d": 1, "eps": -1.0, "w": 0, "users": 0, "oracle": "nope", "buckets": 0}
+        return [
+            (name, value)
+            for name, value in bad.items()
+            if (name in good or name in takes) and (name not in ("eps", "w") or name in good)
+        ]
+
+
+LOCAL = Local()
+
+
 def drive(
     m: LocalMechanism, slots: int, seed: int
 ) -> tuple[list[Release], list[CollectionRequest]]:
-    """Run ``slots`` more slots on random frequencies that jump every few slots.
-
-    Slot ``t``'s randomness comes from ``seed`` and ``t`` alone, so a run cut in two and
-    resumed draws exactly what the whole run draws. Returns the releases and every request.
-    """
-    releases, requests = [], []
+    """Run ``slots`` more slots on random frequencies that jump every few slots (as the
+    checks do); the releases and every request."""
+    trace = Trace()
     for t in range(m.t + 1, m.t + slots + 1):
-        segment = np.random.default_rng([seed, t // 4 + (t % 7 == 0)])
-        f = segment.dirichlet(np.ones(m.d) * 0.5)
-        rng = np.random.default_rng([seed, t, 1])
-        request = m.open_slot(rng)
-        while request is not None:
-            requests.append(request)
-            request = m.on_tally(random_tally(request, m, f, rng), rng)
-        releases.append(m.close_slot())
-    return releases, requests
+        _slot(m, seed, t, trace)
+    return trace.releases, trace.requests
+
+
+def _slot(m: Any, seed: int, t: int, trace: Trace) -> Release:
+    """Slot ``t`` of a run seeded ``seed``: frequencies that hold for a few slots, the slot's
+    own generator (so a run resumed at any slot draws what the whole run draws)."""
+    segment = np.random.default_rng([seed, t // 4 + (t % 7 == 0)])
+    f = segment.dirichlet(np.ones(m.d) * 0.5)
+    rng = np.random.default_rng([seed, t, 1])
+    request = m.open_slot(rng)
+    while request is not None:
+        trace.requests.append(request)
+        tally = random_tally(request, m, f, rng)
+        trace.handed.append((tally, copy.deepcopy(tally)))
+        request = m.on_tally(tally, rng)
+    release: Release = m.close_slot()
+    trace.releases.append(release)
+    return release
 
 
 def window_violations(
@@ -166,110 +226,4 @@ def _cohort(request: CollectionRequest, buckets: int) -> np.ndarray[Any, Any]:
     return np.arange(buckets) if cohort is None else cohort
 
 
-def _same(a: list[Release], b: list[Release]) -> bool:
-    return all(
-        x.slot == y.slot and x.status == y.status and np.array_equal(x.histogram, y.histogram)
-        and np.array_equal(x.spent, y.spent)
-        and (x.users_dc, x.users_pub) == (y.users_dc, y.users_pub)
-        for x, y in zip(a, b, strict=True)
-    )
-
-
-def _msgpack(blob: dict[str, Any]) -> Any:
-    return msgpack.unpackb(msgpack.packb(blob, use_bin_type=True), raw=False, strict_map_key=True)
-
-
-def check_state_roundtrip(factory: Factory, rng: np.random.Generator) -> None:
-    """``state_dict`` survives strict msgpack unchanged, between slots and mid-slot."""
-    m = factory()
-    drive(m, 7, int(rng.integers(2**32)))
-    for moment in ("between slots", "mid-slot"):
-        blob = m.state_dict()
-        assert _msgpack(blob) == blob, f"state changed through msgpack ({moment})"
-        fresh = factory()
-        fresh.load_state(_msgpack(blob))
-        assert fresh.state_dict() == blob, f"load_state then state_dict differs ({moment})"
-        if moment == "between slots":
-            m.open_slot(rng)
-
-
-def check_resume(factory: Factory, rng: np.random.Generator) -> None:
-    """Stop after any slot (or mid-slot), load into a fresh instance, continue: same releases."""
-    seed = int(rng.integers(2**32))
-    slots = 12
-    whole, _ = drive(factory(), slots, seed)
-    for cut in (1, 5, 9):
-        a = factory()
-        first, _ = drive(a, cut, seed)
-        b = factory()
-        b.load_state(_msgpack(a.state_dict()))
-        rest, _ = drive(b, slots - cut, seed)
-        assert _same(whole, first + rest), f"resuming after slot {cut} changed the releases"
-
-
-def check_seeded(factory: Factory, rng: np.random.Generator) -> None:
-    """Equally seeded instances give identical releases."""
-    seed = int(rng.integers(2**32))
-    a, _ = drive(factory(), 15, seed)
-    b, _ = drive(factory(), 15, seed)
-    assert _same(a, b), "equal seeds gave different releases"
-
-
-def check_window_invariant(factory: Factory, rng: np.random.Generator) -> None:
-    """On a long random run no user exceeds ``eps`` in any window of ``w`` slots."""
-    m = factory()
-    slots = 600
-    _, requests = drive(m, slots, int(rng.integers(2**32)))
-    problems = window_violations(m, requests, slots)
-    assert not problems, "; ".join(problems)
-
-
-def check_release_shape(factory: Factory, rng: np.random.Generator) -> None:
-    """Histogram of length ``d``, budget per group, and a repeat spends no publication budget."""
-    m = factory()
-    releases, _ = drive(m, 30, int(rng.integers(2**32)))
-    for r in releases:
-        assert r.histogram.shape == (m.d,), f"histogram shape {r.histogram.shape}"
-        assert r.spent.shape == (len(m.groups),), f"spent shape {r.spent.shape}"
-        assert r.mechanism == m.name and r.version == m.version
-        assert r.users_dc is not None and r.users_pub is not None
-        if not r.fresh:
-            assert not r.spent_pub.any() and r.users_pub == 0, f"slot {r.slot} repeat spent"
-
-
-def check_bad_params(factory: Factory, rng: np.random.Generator) -> None:
-    """Bad parameters raise ParameterError naming the parameter."""
-    cls = type(factory())
-    good = cls.test_params()
-    bad = {"d": 1, "eps": -1.0, "w": 0, "users": 0, "oracle": "nope", "buckets": 0}
-    for name, value in bad.items():
-        if name not in good and name not in inspect.signature(cls.__init__).parameters:
-            continue
-        if name in ("eps", "w") and name not in good:
-            continue
-        try:
-            cls(**{**good, name: value})
-        except ParameterError as e:
-            assert name in str(e), f"{name}={value!r} raised without naming it: {e}"
-        else:
-            raise AssertionError(f"{name}={value!r} was accepted")
-
-
-def check_docstring(factory: Factory, rng: np.random.Generator) -> None:
-    """The class docstring has every section of the house style, in order."""
-    doc = inspect.getdoc(type(factory())) or ""
-    where = [doc.find(f"\n{s}\n{'-' * len(s)}") for s in SECTIONS]
-    missing = [s for s, i in zip(SECTIONS, where, strict=True) if i < 0]
-    assert not missing, f"missing sections: {missing}"
-    assert where == sorted(where), "sections out of order"
-
-
-def yield_local_checks() -> Iterator[Check]:
-    """Every check a local mechanism must pass."""
-    yield check_state_roundtrip
-    yield check_resume
-    yield check_seeded
-    yield check_window_invariant
-    yield check_release_shape
-    yield check_bad_params
-    yield check_docstring
+__all__ = ["LOCAL", "drive", "personal_window_violations", "random_tally", "window_violations"]

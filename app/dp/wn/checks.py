@@ -1,36 +1,24 @@
-"""Conformance checks of the (w,n) mechanisms (kind ``"graph"``).
+"""The conformance adapter of the (w,n) mechanisms (kind ``"graph"``).
 
-They reuse every central check whose meaning carries over (state round trips, determinism,
-release shape, input unchanged, bad parameters, docstring) and replace the w-event window
-invariant by Theorem 5's (w,n) invariant: for every centre ``c`` and every ``w`` slots, the sum
-over slots of the max over ``W_n(c)`` of the budget spent per page is at most ``eps``. The balls
-come from breadth-first hop distances, independently of the ledger's ``BallMax`` operator.
+The checks of :mod:`app.dp.checks` drive them as central mechanisms (a slot's input is its
+counts per group), with two differences: the w-event window invariant is replaced by Theorem
+5's (w,n) invariant: for every centre ``c`` and every ``w`` slots, the sum over slots of the
+max over ``W_n(c)`` of the budget spent per page is at most ``eps``, the balls coming from
+breadth-first hop distances, independently of the ledger's ``BallMax`` operator; and every
+release also has its per-page spending and freshness checked (:meth:`GraphAdapter.check_release`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from app.dp.budget import within
-from app.dp.checks import (
-    Check,
-    Factory,
-    check_bad_params,
-    check_docstring,
-    check_input_unchanged,
-    check_release_shape,
-    check_seeded_determinism,
-    check_state_msgpack,
-    check_state_refuses_other_params,
-    check_state_roundtrip,
-    random_groups,
-    random_stream,
-)
+from app.dp.checks import Central, Trace
 from app.dp.graph import Graph
-from app.dp.types import Group
+from app.dp.types import Group, Release
 from app.dp.wn.base import GraphRelease
 
 
@@ -59,49 +47,28 @@ def wn_violations(
     return bad
 
 
-def check_wn_window_invariant(factory: Factory, rng: np.random.Generator) -> None:
-    """On a long random stream with a random group mix, Theorem 5 holds for every group."""
-    groups = random_groups(rng)
-    m = factory(groups=groups)
-    releases = [m.step(c, rng) for c in random_stream(rng, 600, len(groups), m.d)]
-    bad = wn_violations(releases, m.graph, m.n, groups)
-    assert not bad, bad
+class GraphAdapter(Central):
+    """(w,n) mechanisms: central inputs, Theorem 5's invariant, per-page release rules."""
 
+    invariant_slots = 600
 
-def check_cells(factory: Factory, rng: np.random.Generator) -> None:
-    """Per-page spending and freshness: a repeated page keeps its output and spends no
-    publication budget beyond what every page spends."""
-    m = factory()
-    stream = random_stream(rng, 100, len(m.groups), m.d)
-    previous = np.zeros(m.d)
-    for counts in stream:
-        r = m.step(counts, rng)
+    def window_violations(self, m: Any, trace: Trace, groups: list[Group]) -> list[str]:
+        releases: list[Any] = trace.releases
+        return wn_violations(releases, m.graph, m.n, groups)
+
+    def check_release(self, m: Any, r: Release, previous: npt.NDArray[np.float64]) -> None:
+        """Per-page spending and freshness: a repeated page keeps its output and spends no
+        publication budget beyond what every page spends."""
+        assert isinstance(r, GraphRelease), type(r)
         cells, fresh = r.spent_cells, r.fresh_cells
         assert cells.shape == (m.d,) and fresh.shape == (m.d,)
-        assert np.array_equal(r.histogram[~fresh], previous[~fresh])
+        assert np.array_equal(r.histogram[~fresh], previous[~fresh]), "a repeated page changed"
         assert np.isclose(cells.max(), r.spent[0]), (cells, r.spent)
         if (~fresh).any():
             assert np.allclose(cells[~fresh], r.spent_dc[0]), "a repeated page spent publication"
-        previous = r.histogram
 
 
-GRAPH_CHECKS: tuple[Check, ...] = (
-    check_state_msgpack,
-    check_state_roundtrip,
-    check_state_refuses_other_params,
-    check_seeded_determinism,
-    check_release_shape,
-    check_input_unchanged,
-    check_wn_window_invariant,
-    check_cells,
-    check_bad_params,
-    check_docstring,
-)
+GRAPH = GraphAdapter()
 
 
-def yield_graph_checks() -> Iterator[Check]:
-    """The checks every registered (w,n) mechanism passes."""
-    yield from GRAPH_CHECKS
-
-
-__all__ = ["GRAPH_CHECKS", "hop_balls", "wn_violations", "yield_graph_checks"]
+__all__ = ["GRAPH", "hop_balls", "wn_violations"]

@@ -1,7 +1,7 @@
 """The local family is registered; ``tests/dp/test_conformance.py`` runs its checks.
 
-``app.dp.checks.yield_checks("local")`` yields :func:`app.dp.local.checks.yield_local_checks`,
-so every name below gets one conformance case per local check there.
+``app.dp.checks.yield_checks("local")`` binds every check to the local adapter
+(:data:`app.dp.local.checks.LOCAL`), so every name below gets one conformance case per check.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 
 from app.dp import registry
-from app.dp.local import checks
+from app.dp.checks import yield_checks
 
 
 def test_every_local_mechanism_is_registered():
@@ -20,5 +20,5 @@ def test_every_local_mechanism_is_registered():
 
 
 def test_local_checks_take_a_factory_and_a_generator():
-    for check in checks.yield_local_checks():
+    for check in yield_checks("local"):
         assert list(inspect.signature(check).parameters) == ["factory", "rng"]
