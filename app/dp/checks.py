@@ -380,42 +380,6 @@ class Central:
 CENTRAL = Central()
 
 
-# -- binding ------------------------------------------------------------------------------------
-def adapter(kind: str) -> Adapter:
-    """The adapter of mechanisms of ``kind`` (``Mechanism.kind``)."""
-    if kind == "central":
-        return CENTRAL
-    if kind == "local":
-        from app.dp.local.checks import LOCAL  # each family's adapter lives with the family
-
-        return LOCAL
-    if kind == "graph":
-        from app.dp.wn.checks import GRAPH
-
-        return GRAPH
-    if kind == "period":
-        from app.dp.period_checks import PERIOD
-
-        return PERIOD
-    raise ValueError(f"no checks for kind {kind!r}")
-
-
-def yield_checks(kind: str) -> Iterator[Check]:
-    """Every check, bound to the adapter of ``kind``: ``check(factory, rng)``."""
-    bound_to = adapter(kind)
-    for check in CHECKS:
-        yield _bind(check, bound_to)
-
-
-def _bind(check: Callable[[Adapter, Factory, np.random.Generator], None], a: Adapter) -> Check:
-    def bound(factory: Factory, rng: np.random.Generator) -> None:
-        check(a, factory, rng)
-
-    bound.__name__ = bound.__qualname__ = check.__name__
-    bound.__doc__ = check.__doc__
-    return bound
-
-
 def factory_for(cls: type, **fixed: Any) -> Factory:
     """A factory building ``cls`` from its ``test_params`` updated by ``fixed`` and overrides."""
 
@@ -425,4 +389,4 @@ def factory_for(cls: type, **fixed: Any) -> Factory:
     return build
 
 
-__all__ = ["CENTRAL", "CHECKS", "Adapter", "Trace", "adapter", "factory_for", "yield_checks"]
+__all__ = ["CENTRAL", "CHECKS", "Adapter", "Trace", "factory_for"]

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from app.dp import registry
-from app.dp.checks import CHECKS, adapter, factory_for, yield_checks
+from app.dp.checks import CHECKS, factory_for
+from app.dp.suite import adapter, yield_checks
 
 KINDS = sorted({registry.get(name).kind for name in registry.names()})
 CASES = [
