@@ -259,12 +259,15 @@ def check_population_required(a: Adapter, factory: Factory, rng: np.random.Gener
 
 
 def check_docstring(a: Adapter, factory: Factory, rng: np.random.Generator) -> None:
-    """The class docstring has every section of the house style, in order."""
+    """The class docstring has every section of the house style, in order, and its Privacy
+    section names the neighbouring relation the guarantee is for."""
     doc = inspect.getdoc(type(factory())) or ""
     where = [doc.find(f"\n{s}\n{'-' * len(s)}") for s in DOC_SECTIONS]
     missing = [s for s, i in zip(DOC_SECTIONS, where, strict=True) if i < 0]
     assert not missing, f"missing docstring sections {missing}"
     assert where == sorted(where), "docstring sections out of order"
+    privacy = doc[where[DOC_SECTIONS.index("Privacy")] : where[DOC_SECTIONS.index("Privacy") + 1]]
+    assert "eighbour" in privacy, "the Privacy section does not name its neighbouring relation"
 
 
 CHECKS: tuple[Callable[[Adapter, Factory, np.random.Generator], None], ...] = (

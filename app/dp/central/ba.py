@@ -35,6 +35,9 @@ class BA(PBA):
 
     Privacy
     -------
+    Neighbours: add-remove at ``sensitivity=1`` (the paper's relation); ``sensitivity=2`` (the
+    service's default, ``neighbours: replace``) draws every noise at ``eps / 2``, so a change of
+    one user's value is protected at the same eps.
     w-event eps-DP at ``(max w, min eps)``: DC spends ``eps/(2w)`` per slot; a publication
     absorbing ``k`` shares nullifies the ``k - 1`` slots after it, so no window holds more than
     ``w`` shares of ``eps/(2w)`` on publication (Kellaris Thm 6).

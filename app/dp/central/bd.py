@@ -37,6 +37,9 @@ class BD(PBD):
 
     Privacy
     -------
+    Neighbours: add-remove at ``sensitivity=1`` (the paper's relation); ``sensitivity=2`` (the
+    service's default, ``neighbours: replace``) draws every noise at ``eps / 2``, so a change of
+    one user's value is protected at the same eps.
     w-event eps-DP at ``(max w, min eps)``, hence ``(w_g, eps_g)`` for every group: DC spends
     ``eps/(2w)`` per slot and publications halve what the window has left (Kellaris Thm 5).
 

@@ -45,6 +45,9 @@ class PBA(PWSMMechanism):
 
     Privacy
     -------
+    Neighbours: add-remove at ``sensitivity=1`` (the paper's relation); ``sensitivity=2`` (the
+    service's default, ``neighbours: replace``) draws every noise at ``eps / 2``, so a change of
+    one user's value is protected at the same eps.
     (w, eps)-EPDP per group (Thm 4.1). DC spends ``eps_g/(2 w_g)`` per slot, ``eps_g/2`` per
     window. A publication at ``l`` spending ``s_g`` shares absorbs the shares of the ``s_g - 1``
     unused slots before it and nullifies the ``max_g s_g - 1`` slots after it (l.7-8), so every

@@ -43,6 +43,9 @@ class PBD(PWSMMechanism):
 
     Privacy
     -------
+    Neighbours: add-remove at ``sensitivity=1`` (the paper's relation); ``sensitivity=2`` (the
+    service's default, ``neighbours: replace``) draws every noise at ``eps / 2``, so a change of
+    one user's value is protected at the same eps.
     (w, eps)-EPDP per group (Thm 4.1). Every slot spends ``eps_g/(2 w_g)`` on DC, so a window
     of ``w_g`` slots spends at most ``eps_g / 2`` on DC. A publication offers
     ``b_g = (eps_g/2 - sum of the previous w_g - 1 publication spends) / 2`` (l.4-5), so the

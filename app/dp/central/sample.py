@@ -38,6 +38,9 @@ class Sample(CentralMechanism):
 
     Privacy
     -------
+    Neighbours: add-remove at ``sensitivity=1`` (the paper's relation); ``sensitivity=2`` (the
+    service's default, ``neighbours: replace``) draws every noise at ``eps / 2``, so a change of
+    one user's value is protected at the same eps.
     w-event eps-DP: any window of ``w`` consecutive slots holds exactly one sampling slot.
 
     Deviations

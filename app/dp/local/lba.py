@@ -46,6 +46,8 @@ class LBA(LocalMechanism):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     w-event ``eps``-LDP (LDP-IDS App. A.3 (2)): ``eps/2`` per window on dissimilarity; a
     publication with ``k`` shares absorbs ``k - 1`` unspent slots before it and nullifies the
     ``k - 1`` after it, so a window holds at most ``w`` shares of publication, ``eps/2``. The

@@ -40,6 +40,8 @@ class LBD(LocalMechanism):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     w-event ``eps``-LDP (LDP-IDS App. A.3 (1), Thm 5.1): the dissimilarity rounds spend
     ``eps/(2w)`` per slot, ``eps/2`` per window; a publication spends half of what the window's
     publication half has left, so by induction the window never exceeds ``eps/2`` on

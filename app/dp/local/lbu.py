@@ -56,6 +56,8 @@ class LBU(LocalMechanism):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     w-event ``eps``-LDP (LDP-IDS Thm 5.1): each user's report at slot ``t`` is ``eps/w``-LDP,
     so every window of ``w`` slots sums to exactly ``eps``; the ledger ``ensure`` s it in exact
     units before any request leaves.

@@ -49,6 +49,8 @@ class LPA(LocalMechanism):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     w-event ``eps``-LDP (LDP-IDS Thm 6.2, App. A.5): every report is ``eps``-LDP and the
     population ledger refuses any bucket that reported in the last ``w - 1`` slots, so no user
     reports twice in a window. Absorption and nullification keep a window's publication users

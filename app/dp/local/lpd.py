@@ -55,6 +55,8 @@ class LPD(LocalMechanism):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     w-event ``eps``-LDP (LDP-IDS Thm 6.2, App. A.5): every report is ``eps``-LDP and no user
     reports twice in any window of ``w`` slots. A cohort is drawn from the available users only,
     and :meth:`~app.dp.local.population.Population.mark` refuses any bucket that reported in

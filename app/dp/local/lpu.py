@@ -41,6 +41,8 @@ class LPU(LocalMechanism):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     w-event ``eps``-LDP (LDP-IDS Thm 6.2): a user belongs to one group, which reports once
     every ``w`` slots with ``eps``, so every window holds at most one ``eps``-LDP report per
     user; the population ledger refuses any bucket asked twice in ``w`` slots.

@@ -43,6 +43,8 @@ class LSP(LocalMechanism):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     w-event ``eps``-LDP (Thm 5.1): sampling slots are exactly ``w`` apart, so each window holds
     at most one ``eps``-LDP report per user; the population ledger refuses anything else.
 

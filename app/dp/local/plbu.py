@@ -58,6 +58,8 @@ class PLBU(LocalMechanism):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     Personalized w-event LDP: a user of group ``g`` spends ``eps_g / w_g`` per slot, so each of
     its windows of ``w_g`` slots sums to exactly ``eps_g`` (spec seed-000 §4, PLBU). The exact
     ledger ``ensure`` s every group's window before a request leaves.

@@ -30,6 +30,8 @@ _SECTIONS = """
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     {privacy}
 
     Deviations

@@ -86,6 +86,8 @@ class PLPA(PLDPAbsorption):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     Personalized w-event LDP, ``(w_i, eps_i)`` for every user (Thm IV.2, Lemma IX.4): every
     report is GRR at the user's own ``eps_i``, no user reports twice within
     ``W = w_max >= w_i`` slots (spec I1, I2), and absorption with nullification keeps a

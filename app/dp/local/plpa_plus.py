@@ -40,6 +40,8 @@ class PLPAPlus(PLDPAbsorption):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     Personalized w-event LDP (Thm V.3, Lemma IX.3): at most one report per ``W`` slots, each at
     ``eps_i / s_i`` with ``s_i >= ceil(w_i / W)``, so at most ``eps_i`` in any window of the
     user's own ``w_i`` (spec I1, I3); absorption keeps a window's publication units at most

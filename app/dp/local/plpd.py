@@ -123,6 +123,8 @@ class PLPD(PLDPDistribution):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     Personalized w-event LDP, ``(w_i, eps_i)`` for every user (Thm IV.2, Lemma IX.4): every
     report is GRR at the user's own ``eps_i`` and no user reports twice within
     ``W = w_max >= w_i`` slots, so every window of ``w_i`` slots holds at most one report

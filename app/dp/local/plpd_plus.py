@@ -41,6 +41,8 @@ class PLPDPlus(PLDPDistribution):
 
     Privacy
     -------
+    Neighbours: replace: each report perturbs the user's value itself, so any change of the
+    value is protected at the eps the report spends (the relation local DP always has).
     Personalized w-event LDP (Thm V.3, Lemma IX.3, Corollary IX.1): a user reports at most once
     per ``W`` slots with ``eps_i / s_i``, ``s_i >= ceil(w_i / W)`` when ``w_i > W``, so a window
     of its own ``w_i`` slots holds at most ``ceil(w_i / W) <= s_i`` reports: at most ``eps_i``

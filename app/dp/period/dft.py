@@ -83,6 +83,9 @@ class DFT(PeriodMechanism):
 
     Privacy
     -------
+    Neighbours: the user's contribution to each slot changes by at most ``delta`` in L1 (add-
+    remove of one count, or of one clipped amount ``alpha``); the service doubles it for
+    ``neighbours: replace``.
     One period costs ``period_eps``: Laplace noise at the L1 sensitivity of the retained
     coefficients (:func:`dft_scale`); zeroing, inversion and truncation are post-processing.
     Like OptStream, a sliding window can touch two periods: strict mode (default) halves the

@@ -85,6 +85,9 @@ class HierOptStream(OptStream):
 
     Privacy
     -------
+    Neighbours: the user's contribution to each slot changes by at most ``delta`` in L1 (add-
+    remove of one count, or of one clipped amount ``alpha``); the service doubles it for
+    ``neighbours: replace``.
     Each level runs SAMPLE, PERTURB and the feature queries with ``period_eps / 2`` (its own
     sample set); by sequential composition over the two levels a period costs
     ``period_eps`` (Thm 13), and the joint program is post-processing. The root series moves

@@ -75,6 +75,9 @@ class OptStream(PeriodMechanism):
 
     Privacy
     -------
+    Neighbours: the user's contribution to each slot changes by at most ``delta`` in L1 (add-
+    remove of one count, or of one clipped amount ``alpha``); the service doubles it for
+    ``neighbours: replace``.
     One period's release is ``eps_P``-DP against any change inside the period: SAMPLE (SVT,
     Thm 7), PERTURB (Thm 8) and the feature queries (Thm 9) spend ``eps_s + eps_p + eps_o =
     eps_P`` (Lemma 1); RECONSTRUCT and the NNLS are post-processing. In strict mode (default)

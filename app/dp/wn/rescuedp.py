@@ -46,6 +46,8 @@ class RescueDP(STR):
 
     Privacy
     -------
+    Neighbours: a user's up to ``l`` values per slot added or removed, at ``sensitivity=l``; the
+    service passes ``2 l`` for ``neighbours: replace`` (a change of those values).
     w-event ``eps``-DP for every page separately, with ``eps = min eps_g``, ``w = max w_g``: a
     sampled page spends at most ``p_max`` times what its own window has left, so every page's
     window stays strictly below ``eps`` (the ledger checks it before any draw). This is the

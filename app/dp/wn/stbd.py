@@ -59,6 +59,8 @@ class STBD(GraphMechanism):
 
     Privacy
     -------
+    Neighbours: a user's up to ``l`` values per slot added or removed, at ``sensitivity=l``; the
+    service passes ``2 l`` for ``neighbours: replace`` (a change of those values).
     (w,n)-DP with ``eps = min eps_g`` over ``w = max w_g``, hence for every group (Theorem 6).
     Every page spends ``alpha = eps/(2w)`` per slot on evaluation (disjoint groups; a user's
     ``l`` values change the group sums by ``l`` in total, noise ``Lap(l / alpha)`` on the sums)

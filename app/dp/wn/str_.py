@@ -75,6 +75,8 @@ class STR(GraphMechanism):
 
     Privacy
     -------
+    Neighbours: a user's up to ``l`` values per slot added or removed, at ``sensitivity=l``; the
+    service passes ``2 l`` for ``neighbours: replace`` (a change of those values).
     (w,n)-DP with ``eps = min eps_g`` over ``w = max w_g`` (Theorem 7). Only the perturbation
     reads data: a sampled page spends ``min(p eta^m, eps_max)`` with ``p <= p_max < 1``, where
     ``eta^m`` is the least remaining budget ``eps - sum phi`` over the windows containing ``m``;
