@@ -19,7 +19,8 @@ trials, reported as log10. Paper setting (spec §5.3): ``w = 48``, ``k = 10``, `
 
 ``python -m app.bench.optstream [--trials N] [--strict] [--out DIR]`` prints Markdown tables
 for H1-H3 (and H6 with ``--alpha``) and writes ``optstream.csv`` with one row per run
-(dataset, month, region, mechanism, eps, delta, seed, error).
+(dataset, month, region, mechanism, eps, delta, seed, error) and the figure's PNG
+(``fig3_eps.png``, ``fig8_ablations.png`` or ``fig10_alpha.png``, :mod:`app.bench.optstream_plots`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from app.bench.datasets.base import data_root
+from app.bench.optstream_plots import plot_optstream
 from app.dp.registry import create
 from app.dp.types import Group
 
@@ -305,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     mechanisms = ABLATIONS if args.ablations else MECHANISMS
     rows: list[dict[str, Any]] = []
+    plot: tuple[str, str, str] | None = None
+    res: dict[tuple[str, str, str, float, float | None], float] = {}
     start = time.time()
     if args.theorem11:
         text = theorem11(1.0, [0.1, 1.0, 10.0], [2, 3, 4, 6, 8, 12, 16, 24], args.trials)
@@ -312,14 +316,21 @@ def main(argv: list[str] | None = None) -> int:
         res = hierarchy(datasets, args.alpha or [10.0, 50.0, 100.0], args.trials, args.strict, rows)
         text = table(res, ["OptStream_h", *MECHANISMS], "H4: hierarchy, eps = 1")
     elif args.alpha:
-        out = []
+        out: list[str] = []
         for alpha in args.alpha:
-            res = run(datasets, mechanisms, [1.0], [alpha], args.trials, args.strict, rows)
-            out.append(table(res, list(mechanisms), f"alpha = {alpha:g}, eps = 1"))
+            one = run(datasets, mechanisms, [1.0], [alpha], args.trials, args.strict, rows)
+            out.append(table(one, list(mechanisms), f"alpha = {alpha:g}, eps = 1"))
+            res.update(one)
         text = "\n\n".join(out)
+        plot = ("alpha", "Fig. 10, (w, alpha) sums, eps = 1", "fig10_alpha.png")
     else:
         res = run(datasets, mechanisms, args.eps, [None], args.trials, args.strict, rows)
         text = table(res, list(mechanisms), "log10 mean L1 error (Delta = 1)")
+        plot = (
+            ("eps", "Fig. 8, ablations", "fig8_ablations.png")
+            if args.ablations
+            else ("eps", "Fig. 3", "fig3_eps.png")
+        )
     print(text)
     print(
         f"\n{len(rows)} runs, {args.trials} trials, strict={args.strict}, "
@@ -332,6 +343,14 @@ def main(argv: list[str] | None = None) -> int:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
+        if plot:
+            x, title, name = plot
+            plot_optstream(
+                res, args.out / name, x=x, mechanisms=list(mechanisms),
+                title=f"OptStream {title}, log10 mean L1 (quick: {args.trials} trials)",
+                footer=f"seeds 0..{args.trials - 1}; w = {W}, strict = {args.strict}; "
+                "rte2013 = RTE regions 2013, synthetic = Table 2 means generator",
+            )  # fmt: skip
     return 0
 
 

@@ -1,0 +1,66 @@
+"""Plots of the OptStream bench in the style of the paper's figures (Fioretto & Van Hentenryck).
+
+Figs. 3 and 8 plot log10 mean L1 error against eps, Fig. 10 against alpha, one line per
+mechanism, one panel per month. Here one panel per (dataset, month) series of
+:mod:`app.bench.optstream`, the y axis the log10 of the mean over regions and trials (the
+numbers of its Markdown tables), the x axis log-scaled for eps. matplotlib on the Agg backend,
+as :mod:`app.bench.plots`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from app.bench.plots import MARKERS, _pyplot
+
+__all__ = ["plot_optstream"]
+
+Results = dict[tuple[str, str, str, float, float | None], float]
+"""``(dataset, month, mechanism, eps, alpha) -> mean L1`` as :func:`app.bench.optstream.run`."""
+
+
+def plot_optstream(
+    results: Results,
+    path: str | Path,
+    *,
+    x: str,
+    mechanisms: Sequence[str],
+    title: str,
+    footer: str,
+) -> Path:
+    """log10 mean L1 against ``x`` (``"eps"`` or ``"alpha"``), one panel per (dataset, month),
+    one line per mechanism; write a PNG."""
+    plt = _pyplot()
+    series = sorted({(d, m) for d, m, *_ in results})
+    fig, axes = plt.subplots(
+        1, len(series), figsize=(3.4 * len(series), 3.6), sharey=True, squeeze=False
+    )
+    for ax, (ds, month) in zip(axes[0], series, strict=True):
+        for k, name in enumerate(mechanisms):
+            points = sorted(
+                (e if x == "eps" else float(a or 1), v)
+                for (d, m, lab, e, a), v in results.items()
+                if (d, m, lab) == (ds, month, name)
+            )
+            ax.plot(
+                [p for p, _ in points],
+                [math.log10(v) for _, v in points],
+                marker=MARKERS[k % len(MARKERS)],
+                label=name,
+            )
+        if x == "eps":
+            ax.set_xscale("log")
+        ax.set_xlabel("ε" if x == "eps" else "α")
+        ax.set_title(f"{ds} {month}", fontsize=9)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0][0].set_ylabel("log10 mean L1 error")
+    axes[0][-1].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.text(0.01, 0.01, footer, fontsize=6, color="0.3")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    out = Path(path)
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return out
