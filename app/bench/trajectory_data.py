@@ -53,11 +53,11 @@ def read_tdrive(folder: Path | None = None) -> list[tuple[int, float, float, flo
     return sorted(rows)
 
 
-def tdrive(
-    rows: int = 10, cols: int = 10, neighbours: int = 8, slot_min: float = 10.0, cap: int = 5,
-    calibration: float = 0.1, slots: int | None = None,
-) -> Trajectories:  # fmt: skip
-    """T-Drive over a ``rows x cols`` grid in ``slot_min``-minute slots (first ``slots`` only)."""
+def tdrive_cells(
+    rows: int, cols: int, slot_min: float
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """T-Drive fixes inside :data:`BOX` as ``(taxi, slot, cell)`` arrays, sorted by taxi, time;
+    cell ``row * cols + col`` of the ``rows x cols`` grid, slot counted from the first fix."""
     fixes = np.array(read_tdrive(), dtype=np.float64)
     lon0, lon1, lat0, lat1 = BOX
     inside = (
@@ -66,9 +66,16 @@ def tdrive(
     fixes = fixes[inside]
     col = ((fixes[:, 2] - lon0) / (lon1 - lon0) * cols).astype(np.int64)
     row = ((fixes[:, 3] - lat0) / (lat1 - lat0) * rows).astype(np.int64)
-    cell = row * cols + col
     slot = ((fixes[:, 1] - fixes[:, 1].min()) // (slot_min * 60)).astype(np.int64)
-    taxi = fixes[:, 0].astype(np.int64)
+    return fixes[:, 0].astype(np.int64), slot, row * cols + col
+
+
+def tdrive(
+    rows: int = 10, cols: int = 10, neighbours: int = 8, slot_min: float = 10.0, cap: int = 5,
+    calibration: float = 0.1, slots: int | None = None,
+) -> Trajectories:  # fmt: skip
+    """T-Drive over a ``rows x cols`` grid in ``slot_min``-minute slots (first ``slots`` only)."""
+    taxi, slot, cell = tdrive_cells(rows, cols, slot_min)
     taxis = np.unique(taxi)
     public = np.isin(taxi, taxis[: int(len(taxis) * calibration)])
     total = int(slot.max()) + 1 if slots is None else slots
@@ -164,4 +171,11 @@ def diginetica(
     )  # fmt: skip
 
 
-__all__ = ["covisit_graph", "diginetica", "read_diginetica", "read_tdrive", "tdrive"]
+__all__ = [
+    "covisit_graph",
+    "diginetica",
+    "read_diginetica",
+    "read_tdrive",
+    "tdrive",
+    "tdrive_cells",
+]
