@@ -1,5 +1,9 @@
 """``dpstream bench results``: run (or reuse) every run, run the cost benchmark if missing,
-copy the figures next to the report, check the claims and write RESULTS.md."""
+copy the figures next to the report, check the claims and write RESULTS.md.
+
+Only the sections the report renders are rewritten; hand-written ``## `` sections of the old file
+(the (w,n)-DP and OptStream ones) are kept where they were (:mod:`app.bench.report.sections`).
+Hand edits *inside* a rendered section are lost."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from app.bench.report.claims import claims
 from app.bench.report.evidence import population, zero_release_amre
 from app.bench.report.render import closing_note, cost_section, render
 from app.bench.report.runs import RUNS, Done, recorded_machine, run_all
+from app.bench.report.sections import keep_foreign
 
 __all__ = ["copy_figures", "regenerate"]
 
@@ -89,5 +94,6 @@ def regenerate(
         total_s=total,
         machine=machine,
     )
-    path.write_text(text)
+    old = path.read_text() if path.exists() else ""
+    path.write_text(keep_foreign(old, text))
     return path

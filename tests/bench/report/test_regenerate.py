@@ -45,3 +45,19 @@ def test_regenerate_copies_figures_and_names_the_recorded_machine(tmp_path):
     assert "[amre_vs_eps](figs/pwsm-eps-sin/amre_vs_eps.png)" in text
     assert text.count("Linux-recorded") == 1 and "the machine above, load 0.3" in text
     assert "wall time 0.5 min)" in text and "shared" not in text
+
+
+def test_regenerate_keeps_the_hand_written_sections_of_the_old_file(tmp_path):
+    cost, out = tmp_path / "cost", tmp_path / "runs"
+    cost.mkdir()
+    (out / "pwsm-eps-sin").mkdir(parents=True)
+    report = tmp_path / "R.md"
+    pwsm = "## PWSM (Du et al., PVLDB 2025; spec seed-000 §6.6)"
+    report.write_text(f"# old\n\n{pwsm}\nstale\n\n## (w,n)-DP\nby hand: T5 agree\n")
+
+    def runner(out_root, **_):
+        return {("pwsm-eps", "sin"): (resolve("pwsm-eps", dataset="sin"), _rows(), 30.0)}
+
+    text = regenerate(report, out, "figs", cost, reuse=True, quick=True, runner=runner).read_text()
+    assert "## (w,n)-DP\nby hand: T5 agree\n" in text
+    assert "# old" not in text and "stale" not in text and text.count(pwsm) == 1
