@@ -67,6 +67,8 @@ MECHANISMS: dict[str, tuple[str, dict[str, Any]]] = {
     "OptStream_ES": ("optstream", {**OPT, "sampling": "es"}),
     "OptStream_LS": ("optstream", {**OPT, "sampling": "ls"}),
 }
+FIG3 = {**MECHANISMS, "PeGaSus": ("pegasus", {"strict": False})}
+"""Fig. 3's comparison: the baselines, OptStream, and PeGaSus-w (H7; spec §2.11 B3)."""
 ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "<P,o,o>": ("optstream", {**OPT, "sampling": "none", "postprocess": False}),
     "<P,o,O>": ("optstream", {**OPT, "sampling": "none", "postprocess": True}),
@@ -305,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         "rte2013": {m: load_rte(m) for m in ("2013-01", "2013-02")},
         "synthetic": {"28d": synthetic_load(args.synthetic_days, seed=2016)},
     }
-    mechanisms = ABLATIONS if args.ablations else MECHANISMS
+    mechanisms = ABLATIONS if args.ablations else MECHANISMS if args.alpha else FIG3
     rows: list[dict[str, Any]] = []
     plot: tuple[str, str, str] | None = None
     res: dict[tuple[str, str, str, float, float | None], float] = {}
