@@ -118,18 +118,26 @@ def synthetic_load(days: int, seed: int) -> tuple[list[str], np.ndarray]:
     return regions, means * (daily * weekly)[:, None] * (1 + ar)
 
 
-def mean_l1(
+def released(
     name: str, params: dict[str, Any], x: np.ndarray, eps: float, alpha: float | None, seed: int
-) -> float:
-    """Per-point mean L1 error of one run on one region's series ``x`` (slots,)."""
+) -> np.ndarray:
+    """One run's release of one region's series ``x`` (slots,), slot by slot; counts
+    (``alpha`` None) are ``x`` rounded."""
     m = create(name, d=1, groups=[Group(W, eps)], alpha=alpha, **params)
     rng = np.random.default_rng(seed)
     out = np.empty(len(x))
     for v in x.reshape(-1, 1, 1):
         for r in m.step(v if alpha is not None else np.rint(v).astype(np.int64), rng):
             out[r.slot - 1] = r.histogram[0]
+    return out
+
+
+def mean_l1(
+    name: str, params: dict[str, Any], x: np.ndarray, eps: float, alpha: float | None, seed: int
+) -> float:
+    """Per-point mean L1 error of one run on one region's series ``x`` (slots,)."""
     truth = x if alpha is not None else np.rint(x)
-    return float(np.abs(out - truth).mean())
+    return float(np.abs(released(name, params, x, eps, alpha, seed) - truth).mean())
 
 
 def run(
