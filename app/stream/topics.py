@@ -10,7 +10,7 @@ AdminClient.
 >>> t.events, t.dead_letter, t.spec("releases").partitions
 ('t1.events', 't1.dead-letter', 1)
 >>> sorted(t.spec("events").fields)
-['stream', 'ts', 'user', 'value']
+['amount', 'stream', 'ts', 'user', 'value']
 """
 
 from __future__ import annotations

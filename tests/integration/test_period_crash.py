@@ -112,7 +112,9 @@ def test_optstream_releases_each_slot_once_in_periods_across_kills(
         assert period[0]["released_at"] >= period[-1]["end"] + 0.3 - 0.05, start
     # The period recorded before the self-kill was produced afterwards from the stored bytes:
     # computed before the kill, produced after it.
-    recorded_before = [s for s in slots if record[s]["released_at"] <= killed_at]
+    # The marker's mtime comes from the kernel's coarse clock, up to a tick (a few ms) behind
+    # time.time(): a release computed just before the kill may carry a slightly later stamp.
+    recorded_before = [s for s in slots if record[s]["released_at"] <= killed_at + 0.05]
     assert len(recorded_before) == W, recorded_before
     assert all(produced[s] > killed_at for s in recorded_before)
     # The kill in the middle of a period: that period was still released whole and once.
