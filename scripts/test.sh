@@ -9,4 +9,4 @@ cd "$(dirname "$0")/.."
 if [ -x scripts/install-tools.sh ]; then bash scripts/install-tools.sh; fi
 .venv/bin/ruff check app tests
 .venv/bin/mypy app
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q --durations=15 "$@"
