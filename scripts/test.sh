@@ -9,4 +9,6 @@ cd "$(dirname "$0")/.."
 if [ -x scripts/install-tools.sh ]; then bash scripts/install-tools.sh; fi
 .venv/bin/ruff check app tests
 .venv/bin/mypy app
-.venv/bin/python -m pytest -q --durations=15 "$@"
+# Two processes: the integration tests mostly wait on wall-clock slots (each file stays in one
+# process, with its own embedded broker).
+.venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=15 "$@"

@@ -81,7 +81,7 @@ def _stats(text: str) -> dict[str, int]:
 
 
 def _reports(kafka: Any, prefix: str) -> list[dict[str, Any]]:
-    return [msgpack.unpackb(m.value()) for m in kafka.read(prefix + "reports", idle_s=1.0)]
+    return [msgpack.unpackb(m.value()) for m in kafka.read(prefix + "reports", idle_s=2.0)]
 
 
 def _send_at(kafka_producer: Any, topic: str, msg: dict[str, Any]) -> None:
@@ -126,7 +126,7 @@ def test_devices_refuse_forged_personal_requests(
                 break
         assert worker.stop() == 0, worker.tail()
         time.sleep(1.0)
-        requests = [msgpack.unpackb(m.value()) for m in kafka.read(topic, idle_s=0.5)]
+        requests = [msgpack.unpackb(m.value()) for m in kafka.read(topic, idle_s=2.0)]
         honest = _reports(kafka, prefix)
         answered: dict[tuple[int, str], set[int]] = defaultdict(set)
         for r in honest:
