@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import msgpack
 import pytest
 
 from app.dp.local.wire import CollectionRequest, mask_users
 from app.stream.ledger_view import render
 from app.stream.records import encode_partial, encode_tick
-from app.stream.release import LedgerEntry, Releaser
-from app.stream.topics import load_topics
+from app.stream.release import LedgerEntry
+from tests.stream.agent import agent, run
 
 
 @pytest.fixture
@@ -27,26 +25,8 @@ def make(settings):
     async def produce(topic, key, value):
         return None
 
-    async def persist():
-        return None
+    return agent(settings, ledger, {}, produce), ledger
 
-    clock = Clock()
-    r = Releaser(settings, load_topics(), ledger, {}, produce, persist, clock=clock)
-    r.clock = clock
-    return r, ledger
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def run(r, raw, now):
-    r.clock.now = now
-    asyncio.run(r.on_message(raw))
 
 
 def test_central_view_shows_rule_window_and_recent_releases(settings):

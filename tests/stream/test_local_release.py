@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import msgpack
 
 from app.dp.local.wire import CollectionRequest
 from app.stream.config import load_settings
 from app.stream.records import encode_tally, encode_tick
-from app.stream.release import Releaser
 from app.stream.topics import load_topics
+from tests.stream.agent import agent
+from tests.stream.agent import run as agent_run
 
 YAML = """
 streams:
@@ -29,15 +28,6 @@ class Boom(Exception):
     pass
 
 
-class Clock:
-    """The wall clock the tests move; every tick or tally is handled at its time."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
 
 def make(tmp_path, ledger, slots, sent, fail_on=None):
     path = tmp_path / "s.yaml"
@@ -54,20 +44,12 @@ def make(tmp_path, ledger, slots, sent, fail_on=None):
             assert entry["request"] == value and entry["sent"] is False
         sent.append((topic, value))
 
-    async def persist():
-        return None
-
-    clock = Clock()
-    r = Releaser(settings, topics, ledger, slots, produce, persist, clock=clock)
-    r.clock = clock
-    return r
+    return agent(settings, ledger, slots, produce, topics)
 
 
 def run(r, raw, now=None):
     """Hand ``raw`` to the agent at wall time ``now`` (a tally's own time if not given)."""
-    msg = msgpack.unpackb(raw)
-    r.clock.now = msg["now"] if now is None else now
-    asyncio.run(r.on_message(raw))
+    agent_run(r, raw, msgpack.unpackb(raw)["now"] if now is None else now)
 
 
 def tick(r, now):

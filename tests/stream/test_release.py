@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import msgpack
 
 from app.stream.config import load_settings
 from app.stream.records import encode_partial, encode_tick
-from app.stream.release import LedgerEntry, Releaser
-from app.stream.topics import load_topics
+from app.stream.release import LedgerEntry
+from tests.stream.agent import agent, run
 
 YAML = """
 streams:
@@ -37,27 +35,8 @@ def make(tmp_path, ledger, slots, sent, fail_publish=False):
             raise Boom
         sent.append((topic, value))
 
-    async def persist():
-        return None
+    return agent(settings, ledger, slots, produce)
 
-    clock = Clock()
-    r = Releaser(settings, load_topics(), ledger, slots, produce, persist, clock=clock)
-    r.clock = clock
-    return r
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def run(r, raw, now):
-    """Hand ``raw`` to the agent at wall time ``now``."""
-    r.clock.now = now
-    asyncio.run(r.on_message(raw))
 
 
 def tick(r, progress, now):

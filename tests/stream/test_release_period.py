@@ -3,8 +3,6 @@ protocol releases each slot once, a whole period at its end, recorded before it 
 
 from __future__ import annotations
 
-import asyncio
-
 import msgpack
 import pytest
 
@@ -13,9 +11,9 @@ from app.client.releases import decode_release
 from app.stream.config import load_settings
 from app.stream.errors import ConfigError
 from app.stream.records import encode_partial, encode_tick
-from app.stream.release import LedgerEntry, Releaser
-from app.stream.topics import load_topics
+from app.stream.release import LedgerEntry
 from app.tools.releases import format_line
+from tests.stream.agent import agent, run
 
 W = 4
 FIRST = 9  # the first slot: a tick at 10.6 makes slot 9 (ends 10, due 10.5) the last closable
@@ -35,13 +33,6 @@ class Boom(Exception):
     pass
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
 
 def make(tmp_path, ledger, slots, sent, fail_publish=False, yaml=YAML):
     path = tmp_path / "p.yaml"
@@ -53,18 +44,7 @@ def make(tmp_path, ledger, slots, sent, fail_publish=False, yaml=YAML):
             raise Boom
         sent.append((topic, value))
 
-    async def persist():
-        return None
-
-    clock = Clock()
-    r = Releaser(settings, load_topics(), ledger, slots, produce, persist, clock=clock)
-    r.clock = clock
-    return r
-
-
-def run(r, raw, now):
-    r.clock.now = now
-    asyncio.run(r.on_message(raw))
+    return agent(settings, ledger, slots, produce)
 
 
 def feed(r, slot):

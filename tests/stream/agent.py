@@ -1,0 +1,52 @@
+"""The release agent on in-memory tables, at a wall clock the tests move.
+
+Shared by the tests of :mod:`app.stream.release` and :mod:`app.stream.ledger_view`:
+:func:`agent` builds a :class:`~app.stream.release.Releaser` over dicts standing for the
+RocksDB tables, with a :class:`Clock` of its own (``r.clock``); :func:`run` hands it one
+``partials`` value at a given wall time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from app.stream.config import Settings
+from app.stream.release import Releaser
+from app.stream.topics import Topics, load_topics
+
+
+class Clock:
+    """The wall clock the tests move."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _persisted() -> None:
+    return None
+
+
+def agent(
+    settings: Settings,
+    ledger: MutableMapping[str, bytes],
+    slots: MutableMapping[str, bytes],
+    produce: Callable[[str, bytes, bytes], Awaitable[Any]],
+    topics: Topics | None = None,
+) -> Releaser:
+    """A release agent whose broker acknowledges every changelog write at once."""
+    clock = Clock()
+    r = Releaser(settings, topics or load_topics(), ledger, slots, produce, _persisted,
+                 clock=clock)  # fmt: skip
+    r.clock = clock  # type: ignore[attr-defined]
+    return r
+
+
+def run(r: Releaser, raw: bytes, now: float) -> None:
+    """Hand ``raw`` to the agent at wall time ``now``."""
+    r.clock.now = now  # type: ignore[attr-defined]
+    asyncio.run(r.on_message(raw))
