@@ -143,3 +143,16 @@ def releases_by_slot(kafka, topic: str, stream: str) -> dict[int, set[bytes]]:
         if rec["stream"] == stream:
             out[rec["slot"]].add(m.value())
     return out
+
+
+def wait_released(
+    kafka, topic: str, streams: Iterable[str], last_slot: int, timeout_s: float = 60.0
+) -> None:
+    """Wait (at most ``timeout_s``) until every stream of ``streams`` has a release of
+    ``last_slot`` or later; the test then asserts on what is there."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done = [releases_by_slot(kafka, topic, s) for s in streams]
+        if all(d and max(d) >= last_slot for d in done):
+            return
+        time.sleep(1)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.load import SteadyLoad, account, releases_by_slot
+from tests.integration.load import SteadyLoad, account, releases_by_slot, wait_released
 
 pytestmark = pytest.mark.integration
 
@@ -62,12 +62,7 @@ def test_a_broker_pause_is_seen_and_loses_nothing(kafka, broker, worker_factory,
     time.sleep(4 * SLOT_S)
     load.finish()
     last_slot = math.floor(load.last_ts / SLOT_S)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        done = releases_by_slot(kafka, prefix + "releases", "u")
-        if done and max(done) >= last_slot:
-            break
-        time.sleep(1)
+    wait_released(kafka, prefix + "releases", ["u"], last_slot)
     assert worker.alive(), worker.tail()
     assert worker.stop() == 0, worker.tail()
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from tests.integration.load import SteadyLoad, account, releases_by_slot
+from tests.integration.load import SteadyLoad, account, releases_by_slot, wait_released
 
 pytestmark = pytest.mark.integration
 
@@ -81,12 +81,7 @@ def test_crash_storm_loses_no_value_and_releases_each_slot_once(
     finally:
         load.finish()
     last_slot = math.floor(load.last_ts / SLOT_S)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        done = releases_by_slot(kafka, prefix + "releases", "u")
-        if done and max(done) >= last_slot:
-            break
-        time.sleep(1)
+    wait_released(kafka, prefix + "releases", ["u"], last_slot)
     assert worker.alive(), worker.tail()
     assert worker.stop() == 0, worker.tail()
     assert worker.starts == KILLS + 1

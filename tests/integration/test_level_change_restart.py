@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from app.stream.partitioning import PRODUCER_CONFIG
-from tests.integration.load import releases_by_slot
+from tests.integration.load import releases_by_slot, wait_released
 
 pytestmark = pytest.mark.integration
 
@@ -84,12 +84,7 @@ def test_a_restart_keeps_the_gap_of_a_backdated_change(kafka, worker_factory, tm
         stop.set()
         sender.join(30)
     last_slot = math.floor(time.time() / SLOT_S) - 2
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        got = releases_by_slot(kafka, prefix + "releases", "s")
-        if got and max(got) >= last_slot:
-            break
-        time.sleep(1)
+    wait_released(kafka, prefix + "releases", ["s"], last_slot, timeout_s=30)
     assert worker.stop() == 0, worker.tail()
 
     payloads = releases_by_slot(kafka, prefix + "releases", "s")

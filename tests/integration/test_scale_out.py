@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.load import SteadyLoad, account, releases_by_slot
+from tests.integration.load import SteadyLoad, account, releases_by_slot, wait_released
 
 pytestmark = pytest.mark.integration
 
@@ -58,12 +58,7 @@ def test_workers_join_and_leave_without_loss(kafka, worker_factory, tmp_path: Pa
     time.sleep(6)
     load.finish()
     last_slot = math.floor(load.last_ts / SLOT_S)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        done = [releases_by_slot(kafka, prefix + "releases", s) for s in STREAMS]
-        if all(d and max(d) >= last_slot for d in done):
-            break
-        time.sleep(1)
+    wait_released(kafka, prefix + "releases", STREAMS, last_slot)
     assert w3.alive(), w3.tail()
     assert w3.stop() == 0, w3.tail()
 
