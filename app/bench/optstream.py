@@ -10,17 +10,21 @@ Runs the period mechanisms through the registry on
 * ``synthetic``: a documented generator with the regional means of the paper's Table 2, a
   daily shape (night trough, morning and evening peaks), a weekly cycle (weekends -8%) and
   AR(1) noise.
+* ``tdrive``: T-Drive taxi counts per region of a coarse grid, half-hourly, five whole days
+  (:mod:`app.bench.optstream_tdrive`); counts, so ``Delta = 1`` is exact there.
 
 Every region is its own stream (``d = 1``), as in the paper; the error of a run is the
 per-point mean ``|x^ - x|`` over the month (spec §5.5, item 18), averaged over regions and
-trials, reported as log10. Paper setting (spec §5.3): ``w = 48``, ``k = 10``, ``theta = 1000``,
-``eps`` thirds, feature sensitivity as the paper, aligned periods (``strict=False``); the
-``--strict`` flag reruns with dpstream's defaults.
+trials, reported as log10 with the standard error over trials (of the per-trial means over
+regions, carried to log10 by ``se / (mean ln 10)``). Paper setting (spec §5.3): ``w = 48``,
+``k = 10``, ``theta = 1000``, ``eps`` thirds, feature sensitivity as the paper, aligned periods
+(``strict=False``); the ``--strict`` flag reruns with dpstream's defaults.
 
-``python -m app.bench.optstream [--trials N] [--strict] [--out DIR]`` prints Markdown tables
-for H1-H3 (and H6 with ``--alpha``) and writes ``optstream.csv`` with one row per run
-(dataset, month, region, mechanism, eps, delta, seed, error) and the figure's PNG
-(``fig3_eps.png``, ``fig8_ablations.png`` or ``fig10_alpha.png``, :mod:`app.bench.optstream_plots`).
+``python -m app.bench.optstream [--trials N] [--data NAME ...] [--strict] [--out DIR]`` prints
+Markdown tables for H1-H3 (and H6 with ``--alpha``) and writes ``optstream.csv`` with one row
+per run (dataset, month, region, mechanism, eps, delta, seed, error) and the figure's PNG
+(``fig3_eps.png``, ``fig4_hierarchy.png``, ``fig8_ablations.png`` or ``fig10_alpha.png``,
+:mod:`app.bench.optstream_plots`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import math
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,7 @@ import numpy as np
 
 from app.bench.datasets.base import data_root
 from app.bench.optstream_plots import plot_optstream
+from app.bench.optstream_tdrive import tdrive_regions
 from app.dp.registry import create
 from app.dp.types import Group
 
@@ -118,6 +124,14 @@ def synthetic_load(days: int, seed: int) -> tuple[list[str], np.ndarray]:
     return regions, means * (daily * weekly)[:, None] * (1 + ar)
 
 
+DATASETS: dict[str, Callable[[argparse.Namespace], dict[str, tuple[list[str], np.ndarray]]]] = {
+    "rte2013": lambda a: {m: load_rte(m) for m in ("2013-01", "2013-02")},
+    "synthetic": lambda a: {f"{a.synthetic_days}d": synthetic_load(a.synthetic_days, seed=2016)},
+    "tdrive": lambda a: {"2008-02": tdrive_regions()},
+}
+"""``--data`` names: each gives ``{month: (regions, (slots, regions) values)}``."""
+
+
 def released(
     name: str, params: dict[str, Any], x: np.ndarray, eps: float, alpha: float | None, seed: int
 ) -> np.ndarray:
@@ -179,6 +193,26 @@ def run(
                                     }
                                 )
     return {key: float(np.mean(v)) for key, v in acc.items()}
+
+
+def standard_errors(
+    rows: list[dict[str, Any]], by_level: bool = False
+) -> dict[tuple[str, str, str, float, float | None], float]:
+    """Standard error of each mean of :func:`run` (or :func:`hierarchy` with ``by_level``) from
+    its ``rows``: the per-seed means over regions, their sample deviation over sqrt(trials);
+    NaN with one trial."""
+    acc: dict[tuple[str, str, str, float, float | None], dict[int, list[float]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for r in rows:
+        month = f"{r['month']} {r['region']}" if by_level else r["month"]
+        key = (r["dataset"], month, r["mechanism"], r["eps"], r["alpha"])
+        acc[key][r["seed"]].append(r["error"])
+    out = {}
+    for key, seeds in acc.items():
+        means = np.array([np.mean(v) for v in seeds.values()])
+        out[key] = float(means.std(ddof=1) / math.sqrt(len(means))) if len(means) > 1 else math.nan
+    return out
 
 
 def hierarchy(
@@ -273,9 +307,13 @@ def theorem11(eps: float, lipschitz: list[float], ks: list[int], trials: int) ->
 
 
 def table(
-    results: dict[tuple[str, str, str, float, float | None], float], labels: list[str], title: str
+    results: dict[tuple[str, str, str, float, float | None], float],
+    labels: list[str],
+    title: str,
+    se: dict[tuple[str, str, str, float, float | None], float] | None = None,
 ) -> str:
-    """Markdown: one row per (dataset, month, eps, alpha), log10 mean L1 per mechanism."""
+    """Markdown: one row per (dataset, month, eps, alpha), log10 mean L1 per mechanism, with
+    its standard error in log10 units (``se / (mean ln 10)``) when ``se`` is given."""
     keys = sorted(
         {(d, m, e, a) for d, m, _, e, a in results}, key=lambda k: (k[0], k[1], -k[2], k[3] or 0)
     )
@@ -286,7 +324,12 @@ def table(
         "|---|---|---|---|" + "---|" * len(labels),
     ]
     for d, m, e, a in keys:
-        cells = [f"{math.log10(results[(d, m, lab, e, a)]):.2f}" for lab in labels]
+        cells = []
+        for lab in labels:
+            mean = results[(d, m, lab, e, a)]
+            cells.append(f"{math.log10(mean):.2f}")
+            if se is not None:
+                cells[-1] += f" ± {se[(d, m, lab, e, a)] / (mean * math.log(10)):.3f}"
         lines.append(
             f"| {d} | {m} | {e:g} | {a if a is not None else 1} | " + " | ".join(cells) + " |"
         )
@@ -309,12 +352,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hierarchy", action="store_true", help="H4: national and regions")
     parser.add_argument("--theorem11", action="store_true", help="H9: ES error against k")
     parser.add_argument("--synthetic-days", type=int, default=28)
+    parser.add_argument(
+        "--data", nargs="+", choices=list(DATASETS), default=["rte2013", "synthetic"]
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    datasets = {
-        "rte2013": {m: load_rte(m) for m in ("2013-01", "2013-02")},
-        "synthetic": {"28d": synthetic_load(args.synthetic_days, seed=2016)},
-    }
+    datasets = {name: DATASETS[name](args) for name in args.data}
     mechanisms = ABLATIONS if args.ablations else MECHANISMS if args.alpha else FIG3
     rows: list[dict[str, Any]] = []
     plot: tuple[str, str, str] | None = None
@@ -324,18 +367,23 @@ def main(argv: list[str] | None = None) -> int:
         text = theorem11(1.0, [0.1, 1.0, 10.0], [2, 3, 4, 6, 8, 12, 16, 24], args.trials)
     elif args.hierarchy:
         res = hierarchy(datasets, args.alpha or [10.0, 50.0, 100.0], args.trials, args.strict, rows)
-        text = table(res, ["OptStream_h", *MECHANISMS], "H4: hierarchy, eps = 1")
+        se = standard_errors(rows, by_level=True)
+        text = table(res, ["OptStream_h", *MECHANISMS], "H4: hierarchy, eps = 1", se)
+        mechanisms = {"OptStream_h": ("optstream_h", OPT), **MECHANISMS}
+        plot = ("alpha", "Fig. 4, hierarchy, eps = 1", "fig4_hierarchy.png")
     elif args.alpha:
         out: list[str] = []
         for alpha in args.alpha:
             one = run(datasets, mechanisms, [1.0], [alpha], args.trials, args.strict, rows)
-            out.append(table(one, list(mechanisms), f"alpha = {alpha:g}, eps = 1"))
+            se = standard_errors([r for r in rows if r["alpha"] == alpha])
+            out.append(table(one, list(mechanisms), f"alpha = {alpha:g}, eps = 1", se))
             res.update(one)
         text = "\n\n".join(out)
         plot = ("alpha", "Fig. 10, (w, alpha) sums, eps = 1", "fig10_alpha.png")
     else:
         res = run(datasets, mechanisms, args.eps, [None], args.trials, args.strict, rows)
-        text = table(res, list(mechanisms), "log10 mean L1 error (Delta = 1)")
+        se = standard_errors(rows)
+        text = table(res, list(mechanisms), "log10 mean L1 error (Delta = 1)", se)
         plot = (
             ("eps", "Fig. 8, ablations", "fig8_ablations.png")
             if args.ablations
@@ -357,9 +405,10 @@ def main(argv: list[str] | None = None) -> int:
             x, title, name = plot
             plot_optstream(
                 res, args.out / name, x=x, mechanisms=list(mechanisms),
-                title=f"OptStream {title}, log10 mean L1 (quick: {args.trials} trials)",
+                title=f"OptStream {title}, log10 mean L1 ({args.trials} trials)",
                 footer=f"seeds 0..{args.trials - 1}; w = {W}, strict = {args.strict}; "
-                "rte2013 = RTE regions 2013, synthetic = Table 2 means generator",
+                "rte2013 = RTE regions 2013, synthetic = Table 2 means generator, "
+                "tdrive = T-Drive taxi counts per region",
             )  # fmt: skip
     return 0
 

@@ -11,22 +11,29 @@ The paper forecasts every day of Feb/Jun/Oct 2016 for Auvergne-Rhône-Alpes; her
 (January and February 2013, see :mod:`app.bench.optstream`) is released as one 59-day stream
 and every day of February is a target (its 4 weeks before reach back into January).
 
-``python -m app.bench.optstream_forecast [--trials N] [--eps E] [--region R]`` prints the
-Markdown table.
+``python -m app.bench.optstream_forecast [--trials N] [--eps E] [--region R] [--out DIR]``
+prints the Markdown table (mean, and the standard error over trials of the per-trial means over
+days); ``--out`` also writes ``forecast.csv`` (one row per series, trial and day) and
+``fig6_forecast.png`` (the first target day's forecasts, from trial 0, and every day's error,
+:func:`app.bench.optstream_plots.plot_forecast`).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 import sys
 import time
 import warnings
+from datetime import date, timedelta
+from pathlib import Path
 
 import numpy as np
 from statsmodels.tsa.arima.model import ARIMA
 
 from app.bench.optstream import FIG3, W, load_rte, released
+from app.bench.optstream_plots import plot_forecast
 
 TRAIN_DAYS = 28
 
@@ -41,26 +48,29 @@ def day_ahead(series: np.ndarray, day: int) -> np.ndarray:
     return np.asarray(fit.forecast(W))
 
 
-def forecast_error(series: np.ndarray, truth: np.ndarray, days: range) -> float:
-    """Mean over ``days`` of the per-point mean |forecast from ``series`` - ``truth``|."""
-    errs = [np.abs(day_ahead(series, d) - truth[d * W : (d + 1) * W]).mean() for d in days]
-    return float(np.mean(errs))
+def forecasts(series: np.ndarray, days: range) -> np.ndarray:
+    """``(len(days), W)``: the day-ahead forecast of each of ``days`` from ``series``."""
+    return np.array([day_ahead(series, d) for d in days])
 
 
-def run(x: np.ndarray, days: range, eps: float, trials: int) -> dict[str, float]:
-    """Mean forecast error of "Real" and of each Fig. 3 mechanism (over ``trials`` releases)."""
+def run(
+    x: np.ndarray, days: range, eps: float, trials: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """``(errors, first)``: per series ("Real", then each Fig. 3 mechanism's release), the
+    ``(trials, len(days))`` per-point mean |forecast - true| (one row for "Real") and the first
+    target day's forecast (trial 0)."""
     truth = np.rint(x)
-    out = {"Real": forecast_error(truth, truth, days)}
+    target = truth[days.start * W : days.stop * W].reshape(len(days), W)
+    errors: dict[str, np.ndarray] = {}
+    first: dict[str, np.ndarray] = {}
+    sources: list[tuple[str, list[np.ndarray]]] = [("Real", [truth])]
     for label, (name, params) in FIG3.items():
-        out[label] = float(
-            np.mean(
-                [
-                    forecast_error(released(name, params, x, eps, None, s), truth, days)
-                    for s in range(trials)
-                ]
-            )
-        )
-    return out
+        sources.append((label, [released(name, params, x, eps, None, s) for s in range(trials)]))
+    for label, series in sources:
+        fc = [forecasts(s, days) for s in series]
+        errors[label] = np.array([np.abs(f - target).mean(axis=1) for f in fc])
+        first[label] = fc[0][0]
+    return errors, first
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,21 +80,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--eps", type=float, default=0.1)
     parser.add_argument("--region", default="Auvergne-Rhône-Alpes")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     regions, jan = load_rte("2013-01")
     _, feb = load_rte("2013-02")
     x = np.concatenate([jan, feb])[:, regions.index(args.region)]
-    first = len(jan) // W
-    days = range(first, len(x) // W)
+    first_day = len(jan) // W
+    days = range(first_day, len(x) // W)
+    labels = [str(date(2013, 1, 1) + timedelta(days=d)) for d in days]
     start = time.time()
-    res = run(x, days, args.eps, args.trials)
+    errors, first = run(x, days, args.eps, args.trials)
     print(f"### Fig. 6: ARMA(1,1) day-ahead forecast, {args.region}, 2013-02, eps = {args.eps:g}")
     print("")
-    print("| series | log10 mean L1 forecast error | mean L1 (MW) |")
-    print("|---|---|---|")
-    for label, err in res.items():
-        print(f"| {label} | {math.log10(err):.2f} | {err:.0f} |")
+    print("| series | log10 mean L1 forecast error | mean L1 (MW) | standard error (MW) |")
+    print("|---|---|---|---|")
+    for label, errs in errors.items():
+        per_trial = errs.mean(axis=1)
+        se = per_trial.std(ddof=1) / math.sqrt(len(per_trial)) if len(per_trial) > 1 else 0.0
+        mean = float(per_trial.mean())
+        print(f"| {label} | {math.log10(mean):.3f} | {mean:.1f} | {se:.1f} |")
     print(f"\n{len(days)} days, {args.trials} trials, {time.time() - start:.0f} s", file=sys.stderr)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        with open(args.out / "forecast.csv", "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["region", "eps", "series", "seed", "day", "error"])
+            for label, errs in errors.items():
+                for seed, row in enumerate(errs):
+                    for day, err in zip(labels, row, strict=True):
+                        writer.writerow([args.region, args.eps, label, seed, day, f"{err:.3f}"])
+        plot_forecast(
+            np.rint(x[days.start * W : (days.start + 1) * W]), first,
+            {label: errs.mean(axis=0) for label, errs in errors.items()}, labels,
+            args.out / "fig6_forecast.png",
+            title=f"OptStream Fig. 6, ARMA(1,1) day-ahead forecast, {args.region}, "
+            f"eps = {args.eps:g} ({args.trials} trials)",
+            footer="rte2013 (RTE regions, Jan-Feb 2013) released as one stream; each February day "
+            "forecast from the 28 days before; Real = fitted on the true series",
+        )  # fmt: skip
     return 0
 
 

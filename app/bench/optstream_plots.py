@@ -1,21 +1,24 @@
 """Plots of the OptStream bench in the style of the paper's figures (Fioretto & Van Hentenryck).
 
-Figs. 3 and 8 plot log10 mean L1 error against eps, Fig. 10 against alpha, one line per
-mechanism, one panel per month. Here one panel per (dataset, month) series of
-:mod:`app.bench.optstream`, the y axis the log10 of the mean over regions and trials (the
-numbers of its Markdown tables), the x axis log-scaled for eps. matplotlib on the Agg backend,
-as :mod:`app.bench.plots`.
+Figs. 3 and 8 plot log10 mean L1 error against eps, Figs. 4 and 10 against alpha, one line per
+mechanism, one panel per month (and level, Fig. 4). Here one panel per (dataset, month) series
+of :mod:`app.bench.optstream`, the y axis the log10 of the mean over regions and trials (the
+numbers of its Markdown tables), the x axis log-scaled for eps. Fig. 6 (the day-ahead forecast,
+:mod:`app.bench.optstream_forecast`) shows one day's forecasts next to the error of every day.
+matplotlib on the Agg backend, as :mod:`app.bench.plots`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import numpy as np
 
 from app.bench.plots import MARKERS, _pyplot
 
-__all__ = ["plot_optstream"]
+__all__ = ["plot_forecast", "plot_optstream"]
 
 Results = dict[tuple[str, str, str, float, float | None], float]
 """``(dataset, month, mechanism, eps, alpha) -> mean L1`` as :func:`app.bench.optstream.run`."""
@@ -57,6 +60,45 @@ def plot_optstream(
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].set_ylabel("log10 mean L1 error")
     axes[0][-1].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.text(0.01, 0.01, footer, fontsize=6, color="0.3")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    out = Path(path)
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return out
+
+
+def plot_forecast(
+    truth: np.ndarray,
+    forecasts: Mapping[str, np.ndarray],
+    day_errors: Mapping[str, np.ndarray],
+    days: Sequence[str],
+    path: str | Path,
+    *,
+    title: str,
+    footer: str,
+) -> Path:
+    """Fig. 6: left, one day's true series and the day-ahead forecast fitted on each series
+    (``forecasts``: label -> its ``W`` values); right, the mean L1 forecast error of every
+    target day (``day_errors``: label -> one value per day of ``days``), log10; write a PNG."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    left.plot([h / 2 for h in range(len(truth))], truth, color="black", lw=2, label="true")
+    for k, (name, values) in enumerate(forecasts.items()):
+        left.plot([h / 2 for h in range(len(values))], values, lw=1, label=name,
+                  marker=MARKERS[k % len(MARKERS)], markevery=6, markersize=4)  # fmt: skip
+    left.set_xlabel(f"hour of {days[0]}")
+    left.set_ylabel("MW")
+    left.set_title("day-ahead forecasts of the first target day", fontsize=9)
+    left.legend(fontsize=7)
+    for k, (name, errs) in enumerate(day_errors.items()):
+        right.plot(range(len(errs)), np.log10(errs), lw=1, label=name,
+                   marker=MARKERS[k % len(MARKERS)], markersize=4)  # fmt: skip
+    right.set_xticks(range(0, len(days), 7), [days[i] for i in range(0, len(days), 7)])
+    right.set_ylabel("log10 mean L1 forecast error")
+    right.set_title("every target day, mean over trials", fontsize=9)
+    right.grid(True, alpha=0.3)
     fig.suptitle(title, fontsize=10)
     fig.text(0.01, 0.01, footer, fontsize=6, color="0.3")
     fig.tight_layout(rect=(0, 0.04, 1, 1))

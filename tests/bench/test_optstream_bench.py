@@ -1,0 +1,83 @@
+"""OptStream bench pieces: the T-Drive regional counts, standard errors, tables."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.bench import optstream as bench
+from app.bench.optstream_tdrive import tdrive_regions
+
+
+def test_tdrive_regions_count_each_reporting_taxi_once_per_half_hour(tmp_path: Path):
+    (tmp_path / "1.txt").write_text(
+        "1,2008-02-02 23:50:00,116.40,39.90\n"  # before the first slot: not counted
+        "1,2008-02-03 00:05:00,116.40,39.90\n"  # centre, then the south-west corner:
+        "1,2008-02-03 00:20:00,116.10,39.60\n"  # its last fix of slot 0 counts
+        "1,2008-02-03 01:10:00,117.50,39.90\n"  # outside the box: not counted
+    )
+    (tmp_path / "2.txt").write_text(
+        "2,2008-02-03 00:40:00,116.40,39.90\n"
+        "2,2008-02-03 00:41:00,116.41,39.91\n"  # same slot, same region: once
+        "2,2008-02-03 23:59:00,116.79,40.29\n"  # north-east corner, last slot of day 1
+    )
+    labels, x = tdrive_regions(grid=3, days=1, path=tmp_path)
+    assert x.shape == (48, 9) and x.sum() == 3
+    corner, centre, north_east = labels.index("x0y0"), labels.index("x1y1"), labels.index("x2y2")
+    assert x[0, corner] == 1 and x[1, centre] == 1 and x[47, north_east] == 1
+
+
+def test_standard_error_is_over_the_per_trial_means_of_the_regions():
+    rows = [
+        {"dataset": "d", "month": "m", "mechanism": "L", "eps": 1.0, "alpha": None,
+         "region": region, "seed": seed, "error": err}
+        for seed, errs in enumerate([(1.0, 3.0), (4.0, 6.0), (1.0, 1.0)])
+        for region, err in zip("ab", errs, strict=True)
+    ]  # fmt: skip
+    se = bench.standard_errors(rows)[("d", "m", "L", 1.0, None)]
+    # per-trial means 2, 5, 1: sample deviation sqrt(13 / 3), over sqrt(3)
+    assert se == pytest.approx(math.sqrt(13 / 3) / math.sqrt(3))
+    assert math.isnan(bench.standard_errors(rows[:2])[("d", "m", "L", 1.0, None)])
+
+
+def test_table_prints_the_standard_error_in_log10_units():
+    key = ("d", "m", "L", 1.0, None)
+    text = bench.table({key: 100.0}, ["L"], "t", {key: 100.0 * math.log(10) * 0.012})
+    assert "| d | m | 1 | 1 | 2.00 ± 0.012 |" in text
+
+
+def test_counts_series_run_with_delta_one():
+    rng = np.random.default_rng(7)
+    x = rng.poisson(40, size=(2 * 48, 2)).astype(np.float64)
+    rows: list[dict] = []
+    res = bench.run({"tdrive": {"2d": (["a", "b"], x)}}, bench.FIG3, [1.0], [None], 2, False, rows)
+    assert len(rows) == 5 * 2 * 2
+    se = bench.standard_errors(rows)
+    assert all(se[k] >= 0 for k in res)
+    # the Laplace baseline's error is near w / eps = 48, lowered a little by truncation at 0
+    assert 25 < res[("tdrive", "2d", "Laplace", 1.0, None)] < 60
+
+
+def test_forecast_scores_every_series_trial_and_day_and_plots(tmp_path: Path, monkeypatch):
+    from app.bench import optstream_forecast as fc
+    from app.bench.optstream_plots import plot_forecast
+
+    monkeypatch.setattr(fc, "TRAIN_DAYS", 3)  # 3 days of training instead of 28: fast fits
+    monkeypatch.setattr(fc, "FIG3", {k: bench.FIG3[k] for k in ("Laplace", "OptStream_LS")})
+    _, x = bench.synthetic_load(4, seed=5)
+    errors, first = fc.run(x[:, 0], range(3, 4), 1.0, 1)
+    assert list(errors) == ["Real", "Laplace", "OptStream_LS"] and list(first) == list(errors)
+    assert all(
+        e.shape == (1, 1) and np.isfinite(e).all() and (e > 0).all() for e in errors.values()
+    )
+    assert all(f.shape == (48,) for f in first.values())
+    # an ARMA forecast of a load with a daily shape is off by more than the AR(1) noise (1%)
+    assert errors["Real"][0, 0] > 0.01 * x[3 * 48 :, 0].mean() / 2
+    png = plot_forecast(
+        x[3 * 48 :, 0], first, {k: e[0] for k, e in errors.items()}, ["day 4"],
+        tmp_path / "f.png", title="t", footer="f",
+    )  # fmt: skip
+    assert png.stat().st_size > 10_000
