@@ -7,10 +7,14 @@ eps)`` and group) and answers a :class:`~app.dp.local.wire.CollectionRequest`:
    bitmap (or the request asks everybody);
 2. clock: the request's wall-clock slot must agree with the device's own clock and with the last
    slot it answered (:mod:`app.client.clock`), so the service cannot compress time;
-3. ledger: the budget it is asked for, in exact units of its own ``eps``, must fit every window
+3. level: a personalized request names the level it holds for the user
+   (:attr:`~app.dp.local.wire.CollectionRequest.levels`); the device refuses one that is not
+   its own, and every request while it sits out after a change of level
+   (:meth:`Device.change_level`);
+4. ledger: the budget it is asked for, in exact units of its own ``eps``, must fit every window
    of ``w`` slots on its own :class:`~app.dp.budget.SlotLedger`; otherwise it refuses
    (:class:`ReportRefusedError`) even though the service asked (spec ``seed-004`` §1.5);
-4. spend, then perturb: it records the spending, then perturbs its true value with the
+5. spend, then perturb: it records the spending, then perturbs its true value with the
    request's oracle at the budget its own ledger computed from the units, and returns the
    :class:`Report`.
 
@@ -91,12 +95,39 @@ class Report:
 
 
 class Device:
-    """One user's device: answers collection requests within its own ledger."""
+    """One user's device: answers collection requests within its own ledger.
+
+    A change of level (:meth:`change_level`) follows the rule of the service (``DESIGN.md``,
+    :mod:`app.stream.preferences`): the device answers nothing for ``max(w_old, w_new)`` slots
+    from the change on, so no window of either level holds reports of both; then it starts a
+    fresh ledger at the new level. The device keeps this rule itself, whatever the service does.
+    """
 
     def __init__(self, enrollment: Enrollment, tolerance_s: float = DEFAULT_TOLERANCE_S) -> None:
         self.enrollment = enrollment
+        self.group = enrollment.group
+        """The level index the device holds now (its enrollment's, until :meth:`change_level`)."""
         self.ledger = SlotLedger(Group(enrollment.w, enrollment.eps))
         self.clock = DeviceClock(enrollment.slot_s, tolerance_s)
+        self.quiet_until = 0
+        """The first slot the device answers after its last change of level."""
+
+    @property
+    def level(self) -> Group:
+        """The device's requirement ``(w, eps)`` now."""
+        return self.ledger.budget.group
+
+    def change_level(self, group: int, w: int, eps: float, slot: int) -> None:
+        """Move to level ``group`` = ``(w, eps)`` from ``slot`` on: answer nothing in
+        ``[slot, slot + max(w_old, w))``, then spend on a fresh ledger of the new level."""
+        new = Group(w, eps)
+        if isinstance(group, bool) or not isinstance(group, int) or group < 0:
+            raise ParameterError(f"group must be an integer >= 0, got {group!r}")
+        if group == self.group and new == self.level:
+            return
+        self.quiet_until = max(self.quiet_until, slot + max(self.level.w, w))
+        self.group = group
+        self.ledger = SlotLedger(new)
 
     def asked(self, request: CollectionRequest) -> bool:
         """Whether the request's cohort includes this device."""
@@ -110,12 +141,11 @@ class Device:
         eps = self.admit(request, value, when)
         if eps is None:
             return None
-        me = self.enrollment
-        oracle = make(request.oracle[me.group], request.d, eps)
+        oracle = make(request.oracle[self.group], request.d, eps)
         payload = oracle.payloads(oracle.perturb(np.array([int(value)]), rng))[0]
         return Report(
-            request.mechanism, request.slot, request.round, me.user, me.group, oracle.name,
-            payload,
+            request.mechanism, request.slot, request.round, self.enrollment.user, self.group,
+            oracle.name, payload,
         )  # fmt: skip
 
     def admit(self, request: CollectionRequest, value: int, when: When) -> float | None:
@@ -132,12 +162,23 @@ class Device:
         if not 0 <= int(value) < request.d:
             raise ParameterError(f"value must lie in [0, d={request.d}), got {value!r}")
         self.clock.check(request.slot, when)
-        if me.group >= len(request.units):
-            raise ReportRefusedError(f"user {me.user}: request has no entry for group {me.group}")
-        units, oracle_name = request.units[me.group], request.oracle[me.group]
+        group, held = self.group, request.level_of(me.user)
+        if held is not None and held != group:
+            raise ReportRefusedError(
+                f"user {me.user} refuses slot {request.slot} {request.round}: the request holds "
+                f"it at level {held}, its own level is {group}"
+            )
+        if request.slot < self.quiet_until:
+            raise ReportRefusedError(
+                f"user {me.user} refuses slot {request.slot} {request.round}: it changed level "
+                f"and sits out until slot {self.quiet_until}"
+            )
+        if group >= len(request.units):
+            raise ReportRefusedError(f"user {me.user}: request has no entry for group {group}")
+        units, oracle_name = request.units[group], request.oracle[group]
         budget = self.ledger.budget
         eps = budget.to_eps(units) if units > 0 else 0.0
-        asked_eps = request.eps[me.group]
+        asked_eps = request.eps[group]
         if units <= 0 or oracle_name not in ORACLES or not (
             within(eps, asked_eps) and within(asked_eps, eps)
         ):
@@ -148,8 +189,9 @@ class Device:
         if not self.ledger.fits(request.slot, units):
             raise ReportRefusedError(
                 f"user {me.user} refuses slot {request.slot} {request.round}: its window of "
-                f"{me.w} slots already spent {budget.to_eps(self.ledger.window(request.slot)):.6g}"
-                f", asked {eps:.6g}, limit {me.eps:.6g}"
+                f"{self.level.w} slots already spent "
+                f"{budget.to_eps(self.ledger.window(request.slot)):.6g}, asked {eps:.6g}, limit "
+                f"{self.level.eps:.6g}"
             )
         self.ledger.record(request.slot, units)  # spend before drawing
         self.clock.record(request.slot, when)
@@ -159,6 +201,7 @@ class Device:
         """The device's ledger as plain values (to persist across restarts)."""
         return {
             "user": self.enrollment.user,
+            "level": [self.group, self.level.w, self.level.eps, self.quiet_until],
             "ledger": self.ledger.state_dict(),
             "clock": self.clock.state_dict(),
         }
@@ -167,5 +210,9 @@ class Device:
         """Restore :meth:`state_dict`; refuses another user's ledger."""
         if state.get("user") != self.enrollment.user:
             raise ParameterError(f"state belongs to user {state.get('user')!r}")
+        if "level" in state:
+            group, w, eps, quiet = state["level"]
+            self.group, self.quiet_until = int(group), int(quiet)
+            self.ledger = SlotLedger(Group(int(w), float(eps)))
         self.ledger.load_state(state["ledger"])
         self.clock.load_state(state["clock"])

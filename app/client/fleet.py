@@ -85,7 +85,7 @@ class Fleet:
                 out.refused.append(device.enrollment.user)
                 continue
             if eps is not None:
-                admitted.setdefault((device.enrollment.group, eps), []).append(i)
+                admitted.setdefault((device.group, eps), []).append(i)
         for (group, eps), idx in admitted.items():
             oracle = make(request.oracle[group], request.d, eps)
             payloads = oracle.payloads(oracle.perturb(v[idx], rng))

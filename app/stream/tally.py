@@ -12,7 +12,9 @@ them. A report is counted only if, in this order:
 1. its ``(stream, slot, round)`` is a request the service sent (else ``wrong_slot``), and this
    partition has not closed that round yet (else ``late``);
 2. its user index is registered, its bucket is in the request's cohort bitmap, and its group is
-   the user's group (else ``not_asked``);
+   the user's group: the level the request holds for the user (personalized mechanisms, whose
+   requests name every user's level, :data:`~app.dp.local.wire.SITS_OUT` for one sitting out
+   after a change of level), else the index block (else ``not_asked``);
 3. the user has not reported in its window: population-division mechanisms (a cohort reports
    with the whole ``eps``, or a personalized one with ``1/s_k`` of it) drop a user of level
    ``k`` that already reported ``s_k`` times in the last ``w_k - 1`` slots, or already in this
@@ -54,7 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from app.dp.local.wire import ROUNDS, CollectionRequest
+from app.dp.local.wire import ROUNDS, SITS_OUT, CollectionRequest
 from app.dp.oracles import FrequencyOracle, make
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
@@ -95,6 +97,7 @@ class Round:
     request: CollectionRequest
     member: npt.NDArray[np.bool_] | None
     oracles: list[FrequencyOracle]
+    levels: npt.NDArray[np.int64] | None
     support: dict[int, npt.NDArray[np.int64]] = field(default_factory=dict)
     reports: dict[int, npt.NDArray[np.int64]] = field(default_factory=dict)
     min_offset: dict[int, int] = field(default_factory=dict)
@@ -173,9 +176,14 @@ class ReportCollector:
             member = np.zeros(request.buckets, dtype=bool)
             member[request.cohort_buckets()] = True
         oracles = [make(o, request.d, e) for o, e in zip(request.oracle, request.eps, strict=True)]
+        levels = None
+        if request.levels is not None:  # one entry per registered user; missing ones sit out
+            levels = np.full(stream.users, SITS_OUT, dtype=np.int64)
+            given = np.frombuffer(request.levels, dtype=np.uint8)[: stream.users]
+            levels[: given.shape[0]] = given
         rnd = Round(
             stream.id, request.slot, request.round, int(msg["slot"]), float(msg["deadline"]),
-            request, member, oracles,
+            request, member, oracles, levels,
         )  # fmt: skip
         self.rounds[key] = rnd
         mine = sorted(k for k in self.rounds if k[0] == stream.id)
@@ -237,7 +245,10 @@ class ReportCollector:
         safe = np.where(ok, users, 0)
         if rnd.member is not None:
             ok &= rnd.member[safe % rnd.request.buckets]
-        ok &= np.searchsorted(self._group_edges[sid], safe, side="right") == groups
+        if rnd.levels is not None:
+            ok &= rnd.levels[safe] == groups
+        else:
+            ok &= np.searchsorted(self._group_edges[sid], safe, side="right") == groups
         self.outcomes[sid, "not_asked"] += int((~ok).sum())
         # 3. Window: the user's last report slots (any round), and duplicates in the batch.
         last = self._last[sid]

@@ -28,7 +28,7 @@ import base64
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from app import metrics
@@ -36,6 +36,7 @@ from app.stream.config import Settings
 from app.stream.http import HttpService
 from app.stream.ingest import IngestService
 from app.stream.kafka import bootstrap, confluent_config, faust_credentials
+from app.stream.local_levels import PreferenceReader
 from app.stream.release import Releaser
 from app.stream.reports import ReportService
 from app.stream.topics import Topics, create_topics, load_topics
@@ -115,7 +116,14 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
     async def persist() -> None:
         await app.producer.flush()
 
-    releaser = Releaser(settings, topics, tables["ledger"], tables["slots"], produce, persist)
+    reader = PreferenceReader(settings, topics.preferences)
+    releaser = Releaser(settings, topics, tables["ledger"], tables["slots"], produce, persist,
+                        preferences=reader.read)  # fmt: skip
+
+    def stop_reader(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> Awaitable[None]:
+        return reader.stop()
+
+    app.on_before_shutdown.connect(stop_reader)
     agent = {"running": False, "error": ""}
 
     @app.agent(partials, concurrency=1, name="release")

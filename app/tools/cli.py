@@ -63,7 +63,7 @@ def _simulate_devices(args: argparse.Namespace) -> int:
     try:
         run_devices(
             kafka, topics.collection_requests, topics.reports, stream, devices, values, stop,
-            rng, stats,
+            rng, stats, preferences_topic=topics.preferences,
         )  # fmt: skip
     except KeyboardInterrupt:
         pass

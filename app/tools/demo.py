@@ -48,7 +48,8 @@ def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event)
             values = ValueSource("synthetic:sin", stream.users, stream.d, rng)
             args = (confluent_config(settings), topics.collection_requests, topics.reports,
                     stream, stream.users, values, stop, rng)  # fmt: skip
-            workers.append(threading.Thread(target=run_devices, args=args))
+            kwargs = {"preferences_topic": topics.preferences}
+            workers.append(threading.Thread(target=run_devices, args=args, kwargs=kwargs))
     for t in workers:
         t.start()
     for t in workers:

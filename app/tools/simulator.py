@@ -101,8 +101,10 @@ class Stats:
 def enrollments(stream: Any, devices: int) -> list[Enrollment]:
     """Users ``0 .. devices-1`` of a local stream, each with its level's ``(w, eps)`` and group.
 
-    For ``plbu`` the groups are contiguous index blocks of ``params.users`` (as the mechanism
-    assigns them); otherwise every user is in the stream's only level.
+    With ``params.users`` per level, the devices take the levels in contiguous index blocks of
+    those sizes: as ``plbu`` assigns them, and, for the PLDP-IDS mechanisms, the planned mix the
+    simulated users then choose on ``preferences`` (:func:`choose_levels`); otherwise every user
+    is in the stream's only level.
     """
     users = stream.params["users"]
     sizes = list(users) if isinstance(users, list | tuple) else [int(users)]
@@ -113,6 +115,25 @@ def enrollments(stream: Any, devices: int) -> list[Enrollment]:
         level = stream.levels[min(g, len(stream.levels) - 1)]
         out.append(Enrollment(user=i, w=level.w, eps=level.eps, group=g, slot_s=stream.slot_s))
     return out
+
+
+def choose_levels(producer: Any, topic: str, stream: Any, fleet: Fleet) -> int:
+    """Tell the service the level of every device not at the stream's default (a
+    ``preferences`` record, key: the user index in decimal), as users of a personalized stream
+    do; returns how many records were sent. Other mechanisms assign levels themselves."""
+    from app.dp.local.pldp import PLDPMechanism
+
+    if not isinstance(stream.build_mechanism(), PLDPMechanism):
+        return 0
+    sent = 0
+    for device in fleet.devices:
+        if device.group != stream.default_level:
+            level = stream.levels[device.group].name
+            producer.produce(topic, key=str(device.enrollment.user).encode(),
+                             value=msgpack.packb({"level": level}))  # fmt: skip
+            sent += 1
+    producer.flush(30)
+    return sent
 
 
 def run_devices(
@@ -126,11 +147,14 @@ def run_devices(
     rng: np.random.Generator,
     stats: Stats | None = None,
     tolerance_s: float = DEFAULT_TOLERANCE_S,
+    preferences_topic: str | None = None,
 ) -> Stats:
     """Answer ``stream``'s requests with ``devices`` simulated devices until ``stop`` is set.
 
     ``consumer_config`` is a librdkafka configuration (``bootstrap.servers`` and security);
-    ``tolerance_s`` is how far the devices' clock may disagree with the service's.
+    ``tolerance_s`` is how far the devices' clock may disagree with the service's. With
+    ``preferences_topic``, the devices of a personalized stream first publish their levels
+    (:func:`choose_levels`).
     """
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -158,6 +182,9 @@ def run_devices(
     )
     answered: set[bytes] = set()  # requests answered, byte for byte
     try:
+        if preferences_topic is not None:
+            chosen = choose_levels(producer, preferences_topic, stream, fleet)
+            log.info("levels chosen stream=%s devices=%d", stream.id, chosen)
         meta = consumer.list_topics(requests_topic, timeout=10).topics[requests_topic]
         consumer.assign([TopicPartition(requests_topic, p, 0) for p in meta.partitions])
         while not stop.is_set():

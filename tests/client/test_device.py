@@ -93,3 +93,33 @@ def test_ledger_state_round_trip_and_bad_values():
         other.respond(third, 0, np.random.default_rng(0), When.offline(3))
     with pytest.raises(ParameterError, match="user"):
         Device(Enrollment(user=9, w=3, eps=1.0)).load_state(device.state_dict())
+
+
+def test_a_device_that_changes_level_sits_out_then_uses_its_new_level_only():
+    """Kept by the device itself, whatever the service asks (PLDP-IDS levels, DESIGN.md)."""
+    device = Device(Enrollment(user=2, w=4, eps=1.0, group=0))
+    units = [device.ledger.budget.total, 0]
+    device.change_level(1, 2, 2.0, slot=5)  # from slot 5 on: nothing until 5 + max(4, 2) = 9
+    from app.dp.budget import GroupBudget
+    from app.dp.types import Group
+
+    units[1] = GroupBudget(Group(2, 2.0)).total
+
+    def ask(slot, levels):
+        return CollectionRequest("plpa", slot, "publication", 2, 8, None, ("grr", "grr"),
+                                 (1.0, 2.0), tuple(units), bytes(levels))  # fmt: skip
+
+    rng = np.random.default_rng(0)
+    for slot in range(5, 9):  # asked at the new level inside the gap: refused
+        with pytest.raises(ReportRefusedError, match="sits out until slot 9"):
+            device.respond(ask(slot, [0, 0, 1]), 1, rng, When.offline(slot))
+    with pytest.raises(ReportRefusedError, match="holds it at level 0, its own level is 1"):
+        device.respond(ask(9, [1, 1, 0]), 1, rng, When.offline(9))
+    report = device.respond(ask(9, [0, 0, 1]), 1, rng, When.offline(9))
+    assert report is not None and report.group == 1
+    assert device.respond(ask(10, [0, 0, 255]), 1, rng, When.offline(10)) is None  # sits out
+    with pytest.raises(ReportRefusedError, match="window of 2 slots already spent 2"):
+        device.respond(ask(10, [0, 0, 1]), 1, rng, When.offline(10))
+    restored = Device(Enrollment(user=2, w=4, eps=1.0, group=0))
+    restored.load_state(device.state_dict())
+    assert (restored.group, restored.level, restored.quiet_until) == (1, Group(2, 2.0), 9)

@@ -311,7 +311,12 @@ class LocalMechanism(Mechanism):
             oracle=tuple(o.name for o in oracles),
             eps=tuple(o.eps for o in oracles),
             units=tuple(ask.units),
+            levels=self._level_vector(),
         )
+
+    def _level_vector(self) -> bytes | None:
+        """Every user's level for :attr:`CollectionRequest.levels` (None: not personalized)."""
+        return None
 
     def _asked(self, ask: Ask) -> IntArray:
         """Users asked per group."""

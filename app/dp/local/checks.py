@@ -36,7 +36,10 @@ def random_tally(
     from app.dp.oracles import make  # local import keeps the module's public surface small
 
     asked = mask_users(request, m.users)
-    group_of = np.repeat(np.arange(len(m.group_users)), m.group_users)
+    if request.levels is not None:  # a personalized mechanism names every user's level
+        group_of = np.frombuffer(request.levels, dtype=np.uint8).astype(np.int64)
+    else:
+        group_of = np.repeat(np.arange(len(m.group_users)), m.group_users)
     support, reports = [], []
     for g in range(len(request.oracle)):
         n = int((asked & (group_of == g)).sum())

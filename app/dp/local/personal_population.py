@@ -15,10 +15,15 @@ reports with ``eps_i / s_i`` (``s_i`` shares, 1 unless OPS split its budget). It
   user ever exceeds its own ``eps_i`` in a window of its own ``w_i``, whatever the mechanism
   computes (in particular with the paper's OPS split rule, spec A10).
 
-Users are assigned to levels in blocks (the first ``users[0]`` indices to level 0, ...), as
-:class:`~app.dp.local.plbu.PLBU` does; user ``i`` lives in bucket ``i mod buckets``, so a bucket
-may hold users of several levels: all of them report together and every one of their
-constraints is checked. The ledger keeps the last ``max(s)`` report slots of every bucket.
+Every user's level is an explicit input, :attr:`PersonalPopulation.assignment` (one byte per
+user; :data:`~app.dp.local.wire.SITS_OUT` for a user who is not asked at all, as during the gap
+after a level change). It starts in blocks (the first ``users[0]`` indices at level 0, ...), as
+:class:`~app.dp.local.plbu.PLBU` assigns them and as offline runs use it; the service replaces it
+with the levels users chose (:meth:`PersonalPopulation.assign`, from the ``preferences`` topic).
+``users`` stays the *planned* mix (what OPS and ``err`` were chosen for); the per-bucket counts
+follow the assignment. User ``i`` lives in bucket ``i mod buckets``, so a bucket may hold users
+of several levels: all of them report together and every one of their constraints is checked.
+The ledger keeps the last ``max(s)`` report slots of every bucket.
 
 >>> import numpy as np
 >>> from app.dp.types import Group
@@ -34,10 +39,14 @@ constraints is checked. The ledger keeps the last ``max(s)`` report slots of eve
 Traceback (most recent call last):
 ...
 app.dp.local.personal_population.PersonalWindowError: bucket 5 (level 1: w=5, 2 shares) ...
+>>> pop.assign(np.array([1, 1, 0, 0, 255, 0], dtype=np.uint8))  # user 4 sits out
+>>> pop.users_in_levels([0, 4, 5]).tolist(), pop.users_in([4])
+([1, 1], 0)
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,7 +55,10 @@ import numpy.typing as npt
 
 from app.dp.errors import DPError, ParameterError, StateMismatchError
 from app.dp.local.population import Population
+from app.dp.local.wire import SITS_OUT
 from app.dp.types import Group, IntArray
+
+LevelArray = npt.NDArray[np.uint8]
 
 NEVER = -(1 << 40)
 """The report slot recorded for 'no report yet'."""
@@ -72,12 +84,16 @@ class PersonalWindowError(DPError):
         )
 
 
-def level_sizes(users: Sequence[int], buckets: int) -> IntArray:
-    """``(m, buckets)``: how many users of each level each bucket holds (block assignment)."""
-    bounds = np.concatenate([[0], np.cumsum(np.asarray(users, dtype=np.int64))])
-    b = np.arange(buckets, dtype=np.int64)
-    below = (bounds[:, None] - b[None, :] + buckets - 1) // buckets  # indices < x in bucket b
-    out: IntArray = np.diff(below, axis=0)
+def block_levels(users: Sequence[int]) -> LevelArray:
+    """Every user's level when the levels come in index blocks of ``users[k]`` users."""
+    return np.repeat(np.arange(len(users), dtype=np.uint8), np.asarray(users, dtype=np.int64))
+
+
+def level_sizes(levels: LevelArray, m: int, buckets: int) -> IntArray:
+    """``(m, buckets)``: how many users of each level each bucket holds (sitting out: none)."""
+    user = np.flatnonzero(levels != SITS_OUT)
+    flat = levels[user].astype(np.int64) * buckets + user % buckets
+    out: IntArray = np.bincount(flat, minlength=m * buckets).reshape(m, buckets)
     return out
 
 
@@ -98,7 +114,28 @@ class PersonalPopulation(Population):
         self.shares = tuple(int(s) for s in shares)
         self.depth = max(self.shares)
         super().__init__(int(sum(users)), buckets, window)
-        self.level_sizes = level_sizes(users, buckets)
+        self.assign(block_levels(users))
+
+    def assign(self, levels: npt.ArrayLike) -> None:
+        """Take every user's level for the slots to come (one entry per user, level indices or
+        :data:`~app.dp.local.wire.SITS_OUT`); buckets then count only the users they hold now."""
+        lv = np.asarray(levels)
+        if lv.shape != (self.users,) or not np.issubdtype(lv.dtype, np.integer):
+            raise ParameterError(f"levels must give one integer per user ({self.users})")
+        bad = (lv != SITS_OUT) & ((lv < 0) | (lv >= len(self.levels)))
+        if bad.any():
+            raise ParameterError(
+                f"user {int(np.flatnonzero(bad)[0])}: level must be in [0, {len(self.levels)}) "
+                f"or {SITS_OUT} (sits out)"
+            )
+        self.assignment: LevelArray = lv.astype(np.uint8)
+        self.level_sizes = level_sizes(self.assignment, len(self.levels), self.buckets)
+        self.sizes = self.level_sizes.sum(axis=0)
+
+    def level_totals(self) -> IntArray:
+        """Users at each level now, shape ``(m,)`` (those sitting out in none)."""
+        out: IntArray = self.level_sizes.sum(axis=1)
+        return out
 
     def _reset(self) -> None:
         super()._reset()
@@ -129,7 +166,11 @@ class PersonalPopulation(Population):
         self.history[c, 0] = t
 
     def state_dict(self) -> dict[str, Any]:
-        return {**super().state_dict(), "history": self.history.astype("<i8").tobytes()}
+        return {
+            **super().state_dict(),
+            "history": self.history.astype("<i8").tobytes(),
+            "levels": zlib.compress(self.assignment.tobytes()),
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         history = np.frombuffer(state["history"], dtype="<i8").astype(np.int64)
@@ -139,3 +180,8 @@ class PersonalPopulation(Population):
             )
         super().load_state(state)
         self.history = history.reshape(self.buckets, self.depth).copy()
+        if "levels" in state:  # a ledger written before levels came from preferences: blocks
+            try:
+                self.assign(np.frombuffer(zlib.decompress(state["levels"]), dtype=np.uint8))
+            except (zlib.error, ParameterError) as exc:
+                raise StateMismatchError(f"population levels: {exc}") from None

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from app.dp.budget import GroupBudget
 from app.dp.errors import ParameterError
@@ -189,8 +190,20 @@ class PLDPMechanism(LocalMechanism):
 
     def _asked(self, ask: Ask) -> IntArray:
         if ask.cohort is None:
-            return np.array(self.group_users, dtype=np.int64)
+            return self.population.level_totals()
         return self.population.users_in_levels(ask.cohort)
+
+    def assign(self, levels: npt.ArrayLike) -> None:
+        """Take every user's level (index, or :data:`~app.dp.local.wire.SITS_OUT`) for the next
+        slot; only between slots. ``users`` stays the planned mix OPS chose ``W``, ``z`` and
+        the shares for: a user's own window holds whatever the mix (the shares and ``W`` bound
+        its reports per ``w_k``, and the population ledger checks it), only utility moves."""
+        if self._open is not None:
+            raise ProtocolError("levels change only between slots")
+        self.population.assign(levels)
+
+    def _level_vector(self) -> bytes:
+        return self.population.assignment.tobytes()
 
     def pfo(self, tally: Tally, rng: np.random.Generator) -> tuple[FloatArray, float]:
         """The PFO estimate of a tally and its ``V_PLDP`` (after PUE for the ``+`` variants)."""
@@ -243,7 +256,8 @@ class PLDPMechanism(LocalMechanism):
         if self.candidate_err:
             counts = self.population.users_in_levels(cohort).tolist()
         else:
-            counts = [n_pp * k / self.users for k in self.group_users]
+            totals = self.population.level_totals()
+            counts = (n_pp * totals / max(int(totals.sum()), 1)).tolist()
         return report_error(self.report_eps, counts, self.users, self.d)
 
     def _publish_ask(self, cohort: IntArray) -> Ask:
@@ -265,7 +279,7 @@ def expected_tally(request: CollectionRequest, m: PLDPMechanism, f: Sequence[flo
     level's report budget: a deterministic stand-in for devices in examples.
     """
     cohort = request.cohort_buckets()
-    n = np.array(m.group_users) if cohort is None else m.population.users_in_levels(cohort)
+    n = m.population.level_totals() if cohort is None else m.population.users_in_levels(cohort)
     fa = np.asarray(f, dtype=np.float64)
     rows = []
     for k, e in enumerate(request.eps):

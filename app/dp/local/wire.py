@@ -1,13 +1,15 @@
 """The wire types of the local slot protocol: what a service sends devices, and what it sums.
 
 A :class:`CollectionRequest` says who reports in one round (a cohort bitmap over buckets, see
-:mod:`app.dp.local.population`), with which oracle and budget; a :class:`Tally` is the
-service's sum of the answers. Both are stream-independent plain values; the protocol that
-produces and consumes them is :mod:`app.dp.local.base`.
+:mod:`app.dp.local.population`), with which oracle and budget, and, for a personalized
+mechanism, every user's requirement level (:attr:`CollectionRequest.levels`); a :class:`Tally`
+is the service's sum of the answers. Both are stream-independent plain values; the protocol
+that produces and consumes them is :mod:`app.dp.local.base`.
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,6 +22,10 @@ from app.dp.types import IntArray
 
 Round = Literal["dissimilarity", "publication"]
 ROUNDS: tuple[Round, ...] = ("dissimilarity", "publication")
+SITS_OUT = 255
+"""The level byte of a user who is not asked this slot (it changed level: spec I6 gap)."""
+MAX_LEVEL_BYTES = 1 << 24
+"""The most users a request's level vector may cover (a bound on decompression)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,13 @@ class CollectionRequest:
     group (one, except for PLBU); ``units`` is ``eps`` in the group's exact ledger units
     (``eps_g`` is ``2 w_g 2**40`` units). The request is small: the bitmap is
     ``ceil(buckets / 8)`` bytes whatever the number of users.
+
+    ``levels`` (personalized mechanisms only, else None) gives every registered user's level
+    index, one byte per user (:data:`SITS_OUT`: not asked, whatever its bucket): the level the
+    service holds for the user this slot, whose ``oracle``/``eps``/``units`` entry it must use.
+    A device whose own level differs refuses. Levels are public in the paper's model (spec
+    seed-002 §1: "public to the server"); on the wire the vector is zlib-compressed, so a
+    population mostly at one level costs a few bytes per thousand users.
     """
 
     mechanism: str
@@ -42,10 +55,20 @@ class CollectionRequest:
     oracle: tuple[str, ...]
     eps: tuple[float, ...]
     units: tuple[int, ...]
+    levels: bytes | None = None
 
     def asks(self, user: int) -> bool:
-        """Whether the user registered with index ``user`` is in the cohort."""
+        """Whether the user registered with index ``user`` is in the cohort (not sitting out)."""
+        if self.levels is not None and self.level_of(user) == SITS_OUT:
+            return False
         return self.cohort is None or in_bitmap(self.cohort, bucket_of(user, self.buckets))
+
+    def level_of(self, user: int) -> int | None:
+        """The level the request assigns ``user`` (None: not personalized; :data:`SITS_OUT`
+        for a user beyond the vector)."""
+        if self.levels is None:
+            return None
+        return self.levels[user] if 0 <= user < len(self.levels) else SITS_OUT
 
     def cohort_buckets(self) -> IntArray | None:
         """The cohort's bucket indices, or None for everybody."""
@@ -63,6 +86,7 @@ class CollectionRequest:
             "oracle": list(self.oracle),
             "eps": list(self.eps),
             "units": list(self.units),
+            "levels": None if self.levels is None else zlib.compress(self.levels),
         }
 
     @classmethod
@@ -82,10 +106,27 @@ class CollectionRequest:
         units = tuple(int(u) for u in data["units"])
         if not len(oracle) == len(eps) == len(units) >= 1:
             raise ParameterError("oracle, eps and units must have one entry per group")
+        packed = data.get("levels")
+        levels = None if packed is None else _inflate(bytes(packed))
+        lv = np.frombuffer(levels or b"", dtype=np.uint8)
+        if ((lv != SITS_OUT) & (lv >= len(units))).any():
+            raise ParameterError(f"levels must name one of the {len(units)} groups or sit out")
         return cls(
             str(data["mechanism"]), int(data["slot"]), rnd, int(data["d"]), buckets,
-            None if cohort is None else bytes(cohort), oracle, eps, units,
+            None if cohort is None else bytes(cohort), oracle, eps, units, levels,
         )
+
+
+def _inflate(packed: bytes) -> bytes:
+    """The level vector of a request, refusing one that inflates beyond :data:`MAX_LEVEL_BYTES`."""
+    try:
+        inflater = zlib.decompressobj()
+        out = inflater.decompress(packed, MAX_LEVEL_BYTES)
+    except zlib.error as exc:
+        raise ParameterError(f"levels are not a zlib stream: {exc}") from None
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise ParameterError(f"levels must inflate to at most {MAX_LEVEL_BYTES} bytes, whole")
+    return out
 
 
 @dataclass(frozen=True)
@@ -113,8 +154,15 @@ def mask_users(request: CollectionRequest, users: int) -> npt.NDArray[np.bool_]:
     """Which of the users ``0 .. users-1`` a request asks (vectorized :meth:`asks`)."""
     cohort = request.cohort_buckets()
     if cohort is None:
-        return np.ones(users, dtype=bool)
-    member = np.zeros(request.buckets, dtype=bool)
-    member[cohort] = True
-    reps = -(-users // request.buckets)  # users i, i + B, ... share bucket i: tile, no modulo
-    return np.tile(member, reps)[:users]
+        asked = np.ones(users, dtype=bool)
+    else:
+        member = np.zeros(request.buckets, dtype=bool)
+        member[cohort] = True
+        reps = -(-users // request.buckets)  # users i, i + B, ... share bucket i: tile, no modulo
+        asked = np.tile(member, reps)[:users]
+    if request.levels is not None:
+        lv = np.full(users, SITS_OUT, dtype=np.uint8)
+        known = np.frombuffer(request.levels, dtype=np.uint8)[:users]
+        lv[: known.shape[0]] = known
+        asked &= lv != SITS_OUT
+    return asked

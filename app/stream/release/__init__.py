@@ -11,7 +11,8 @@ it to the driver of its stream's mode. It works on two mappings of ``stream id -
 RocksDB-backed tables ``ledger`` and ``slots`` in the worker, dicts in ``tests/stream``) and on
 two coroutines: ``produce(topic, key, value)``, which returns once the broker acknowledged the
 record, and ``persist()``, which returns once every table changelog write so far is
-acknowledged.
+acknowledged; personalized local streams also take ``preferences(offsets)``, which reads that
+topic on (:class:`~app.stream.local_levels.PreferenceReader` in the worker).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Callable, MutableMapping
 
 from app.stream.config import Settings
 from app.stream.errors import ConfigError
+from app.stream.local_levels import ReadPreferences
 from app.stream.records import decode_internal
 from app.stream.release.central import CentralDriver
 from app.stream.release.entry import LedgerEntry
@@ -46,11 +48,12 @@ class Releaser:
         produce: Produce,
         persist: Persist,
         clock: Callable[[], float] = time.time,
+        preferences: ReadPreferences | None = None,
     ) -> None:
         self.settings = settings
         self.publisher = Publisher(settings, topics, ledger, produce, persist)
         self.central = CentralDriver(self.publisher, slots, clock)
-        self.local = LocalDriver(self.publisher, slots, clock)
+        self.local = LocalDriver(self.publisher, slots, clock, preferences)
         self.failed: dict[str, str] = {}
         """Streams the agent refuses to serve, with the one-line reason (``/readyz`` shows it)."""
 

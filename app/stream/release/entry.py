@@ -11,7 +11,8 @@ One entry per stream, rewritten at every step of the slot release protocol
   releases at once); ``published`` says whether the broker acknowledged all of them;
 - ``recent``: the last releases, for ``dpstream ledger show``;
 - local mode: ``offset`` (wall slot = ``offset`` + mechanism slot), ``request`` (the encoded
-  pending collection request, or None), ``sent`` and ``deadline``.
+  pending collection request, or None), ``sent``, ``deadline`` and, for a personalized stream,
+  ``levels`` (the book of the users' level changes read from ``preferences``).
 
 >>> e = LedgerEntry(state={"t": 1}, next_slot=5, outbox=[("releases", b"r")])
 >>> LedgerEntry.decode(e.encode()) == e
@@ -42,6 +43,8 @@ class LedgerEntry:
     request: bytes | None = None
     sent: bool = True
     deadline: float = 0.0
+    levels: dict[str, Any] | None = None
+    """Personalized local streams: the users' level histories (:mod:`app.stream.local_levels`)."""
     seq: int = 0
     """Bumped at every write: the driver's cached mechanism is valid while it matches."""
 

@@ -13,10 +13,16 @@ Slots follow the wall clock: slot ``s`` covers ``[s slot_s, (s + 1) slot_s)``. T
 numbers its own slots ``1, 2, ...`` (``t``, the slot devices put in their ledgers); the ledger
 keeps ``offset`` with ``s = offset + t``, and every wall slot from the first one on gets exactly
 one mechanism slot, so ``t`` never skips. The first slot is the first one that starts after the
-agent first hears of the stream. A slot the service could not run in time (the worker was down
-or behind until less than ``round_s`` was left) is still stepped, with empty tallies and no
-request sent: the mechanism repeats its last release and marks the cohort it planned as used,
-which only costs utility.
+agent first hears of the stream. A round the service could not start in time (the worker was
+down or behind until less than ``round_s`` of its slot was left, for the slot's first round or
+for its second, after a round that ran late across a restart) is still stepped, with an empty
+tally and no request sent: devices would refuse its request once the slot is over (their clock
+check, :mod:`app.client.clock`), so asking would only lose the round later. The mechanism
+repeats its last release (or the cohort it planned stays unused), which only costs utility.
+
+A personalized stream (PLDP-IDS) first gives the mechanism every user's level for the slot, from
+the ``preferences`` topic through the book in the ledger entry (:mod:`app.stream.local_levels`);
+the request names them, devices check their own.
 
 The ledger entry (:class:`~app.stream.release.entry.LedgerEntry`) of a local stream adds
 ``offset``; ``request``, the encoded ``collection-requests`` value of the pending round (None
@@ -38,8 +44,10 @@ import numpy as np
 
 from app import metrics
 from app.dp.errors import DPError
+from app.dp.local.pldp import PLDPMechanism
 from app.dp.local.wire import CollectionRequest, Tally, mask_users
 from app.stream.config import StreamConfig
+from app.stream.local_levels import LevelBook, ReadPreferences
 from app.stream.records import encode_request, pack, unpack
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import Publisher
@@ -55,11 +63,14 @@ class LocalDriver:
         publisher: Publisher,
         slots: MutableMapping[str, bytes],
         clock: Callable[[], float] = time.time,
+        preferences: ReadPreferences | None = None,
     ) -> None:
         self.pub = publisher
         self.slots = slots
         self.clock = clock
         """The wall clock (tests replace it)."""
+        self.preferences = preferences
+        """Reads ``preferences`` for personalized streams (None: every user at the default)."""
         self.start_slot: dict[str, int] = {}
         self.woke: dict[str, float] = {}
         """Per stream, the clock at this process's first message (see :meth:`_round_due`)."""
@@ -137,8 +148,8 @@ class LocalDriver:
            mark ``published``; Faust commits the ``partials`` offsets. A restart re-produces
            what was recorded but not acknowledged (:meth:`_recover`), byte for byte.
 
-        A slot whose start was missed by more than ``slot_s - round_s`` runs steps 1, 5 and 6
-        with empty tallies and sends nothing (see the module docstring).
+        A round that would start less than ``round_s`` before its slot's end runs step 5 with
+        an empty tally and sends nothing (see the module docstring).
         """
         sid = stream.id
         while True:
@@ -152,31 +163,51 @@ class LocalDriver:
                     return
                 # 5. Collect: the merged tally of the round.
                 tally = self._tally(stream, pending)
-                nxt = self._on_tally(mech, tally, stream, slot)
+                request = self._on_tally(mech, tally, stream, slot)
                 self.slots.pop(sid, None)
-                if nxt is not None:
-                    await self._ask(stream, mech, entry, slot, nxt, now)
-                    continue
             else:
                 start = stream.slots.start(slot)
                 if now < start:
                     return
                 entry = entry if entry is not None else LedgerEntry(offset=slot - (mech.t + 1))
                 # 1. Open.
+                if isinstance(mech, PLDPMechanism):
+                    await self._assign_levels(stream, mech, entry, slot)
                 request = mech.open_slot(self.pub.rng(stream, slot))
-                if now >= stream.slots.end(slot) - stream.round_s:
-                    log.warning("slot missed stream=%s slot=%d: stepped without reports",
-                                sid, slot)  # fmt: skip
-                    while request is not None:
-                        empty = Tally(request.slot, request.round,
-                                      np.zeros((len(request.oracle), stream.d), dtype=np.int64),
-                                      np.zeros(len(request.oracle), dtype=np.int64))  # fmt: skip
-                        request = self._on_tally(mech, empty, stream, slot)
-                elif request is not None:
-                    await self._ask(stream, mech, entry, slot, request, now)
-                    continue
+            if request is not None and now >= stream.slots.end(slot) - stream.round_s:
+                # Too late for a round: its deadline would pass the slot's end, where devices
+                # refuse it by their clock (app.client.clock). Step on without reports.
+                log.warning("slot missed stream=%s slot=%d round=%s: stepped without reports",
+                            sid, slot, request.round)  # fmt: skip
+                while request is not None:
+                    empty = Tally(request.slot, request.round,
+                                  np.zeros((len(request.oracle), stream.d), dtype=np.int64),
+                                  np.zeros(len(request.oracle), dtype=np.int64))  # fmt: skip
+                    request = self._on_tally(mech, empty, stream, slot)
+            if request is not None:
+                await self._ask(stream, mech, entry, slot, request, now)
+                continue
             # 6. Close.
             await self._release(stream, mech, entry, slot)
+
+    async def _assign_levels(
+        self, stream: StreamConfig, mech: PLDPMechanism, entry: LedgerEntry, slot: int
+    ) -> None:
+        """Step 1 of a personalized stream: read ``preferences`` on from the book's offsets,
+        and give the mechanism every user's level at ``slot`` (:mod:`app.stream.local_levels`).
+        The book is recorded with the slot's first write. A failed read only delays changes
+        (each takes effect after the slot it is read in), so the slot goes on with the book."""
+        book = LevelBook.from_dict(stream.users, entry.levels)
+        if self.preferences is not None:
+            try:
+                records = await self.preferences(dict(book.offsets))
+            except Exception as exc:  # noqa: BLE001 - the broker is away: levels as they were
+                log.warning("preferences not read stream=%s slot=%d: %s", stream.id, slot, exc)
+            else:
+                floor = stream.slots.start(slot - 1)  # effective from this slot at the earliest
+                book.apply(records, floor, initial=mech.t == 0)
+        mech.assign(book.vector(stream, slot))
+        entry.levels = book.to_dict()
 
     def _next_slot(self, stream: StreamConfig, entry: LedgerEntry | None, now: float) -> int:
         if entry is not None and entry.next_slot is not None:

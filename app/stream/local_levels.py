@@ -1,0 +1,190 @@
+"""The levels of a personalized local stream: users' choices from ``preferences``, slot by slot.
+
+In local mode the service itself holds every registered user's level (PLDP-IDS: the levels are
+public to the server), because a collection request must say which budget each cohort member
+uses (:attr:`~app.dp.local.wire.CollectionRequest.levels`) and the population ledger checks every
+user's own window. A local stream's users are the indices ``0 .. users-1``, so a ``preferences``
+record counts for it when its key is one of them in decimal (``"17"``); other keys belong to
+central streams and are skipped. The rule is central mode's (:mod:`app.stream.preferences`):
+
+* a record changes the user's level from the slot after its Kafka timestamp, and never before
+  the slot being opened when it is read (``floor``: the previous slot's start): a request
+  already sent keeps the levels it named. A device that changes its level in slot ``t`` does
+  so from ``t + 1`` on, so the two agree when the record is read as slot ``t + 1`` opens. The
+  records read before the stream's first slot are the users' levels from the start (nobody
+  has reported yet: no gap);
+* after a change from ``a`` to ``b`` the user sits out (:data:`~app.dp.local.wire.SITS_OUT`: not
+  asked, its reports not counted) for ``max(w_a, w_b)`` slots; the device keeps the same rule
+  (:meth:`~app.client.device.Device.change_level`);
+* a tombstone, a malformed value or an unknown level name is a change to the default level (the
+  strictest), through the same gap; a user with no record is at the default level.
+
+:class:`LevelBook` is that bookkeeping (pure: ``tests/stream`` drives it directly): the histories
+of the users who ever chose a level and the next offset per ``preferences`` partition. It lives
+in the stream's ledger entry (``levels``) and is written with the mechanism state when a slot
+opens, so a restart goes on from exactly the histories the requests were built on. Re-reading
+the topic after a restart instead would apply a change with a later floor, and could count a
+user under its old level after slots it already reported under the new one.
+:class:`PreferenceReader` reads the topic from the book's offsets to its end (the worker's).
+Size: about 30 bytes per user with a history in the ledger entry; users without one cost nothing.
+
+>>> from app.stream.config.streams import parse_stream
+>>> s = parse_stream({"id": "s", "mode": "local", "labels": ["a", "b"], "slot_s": 10.0,
+...     "round_s": 1.0, "release_timeout_s": 1.0,
+...     "mechanism": {"name": "plpa", "params": {"users": [10, 10]}},
+...     "levels": [{"name": "strict", "w": 4, "eps": 1.0}, {"name": "open", "w": 2, "eps": 2.0}]},
+...     "doc", {})
+>>> book = LevelBook(s.users)
+>>> opened = b"\\x81\\xa5level\\xa4open"  # msgpack {"level": "open"}, at 55 s (slot 5)
+>>> book.apply([PreferenceRecord(0, 0, b"3", opened, 55_000)], floor=60.0)  # as slot 7 opens
+>>> book.vector(s, 6)[2:5].tolist(), book.vector(s, 7)[2:5].tolist()  # gap: slots 7 .. 10
+([0, 0, 0], [0, 255, 0])
+>>> book.vector(s, 11)[2:5].tolist()
+[0, 1, 0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from app.dp.local.wire import SITS_OUT
+from app.stream.config import Settings, StreamConfig
+from app.stream.preferences import History, Preferences
+from app.stream.records import decode_preference
+
+
+@dataclass(frozen=True)
+class PreferenceRecord:
+    """One ``preferences`` record as the book needs it (``timestamp_ms``: the Kafka timestamp)."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+
+
+ReadPreferences = Callable[[dict[int, int]], Awaitable[list[PreferenceRecord]]]
+"""Reads ``preferences`` from the given next offsets (per partition; absent: the beginning)."""
+
+
+class LevelBook:
+    """The level histories of one local stream's users; see the module docstring."""
+
+    def __init__(self, users: int) -> None:
+        self.users = users
+        self.preferences = Preferences()
+        self.offsets: dict[int, int] = {}
+        """Per ``preferences`` partition, the next offset to apply."""
+
+    def apply(
+        self, records: Iterable[PreferenceRecord], floor: float, initial: bool = False
+    ) -> None:
+        """Take records in offset order; none takes effect before the slot after ``floor``'s.
+
+        ``initial``: the stream has not asked anybody yet (its first slot opens), so a user's
+        choice is its level from the start, without a gap: no window can mix two levels of a
+        user who never reported.
+        """
+        for rec in records:
+            if rec.offset < self.offsets.get(rec.partition, 0):
+                continue  # read twice (a reader that went back): applied already
+            self.offsets[rec.partition] = rec.offset + 1
+            user = self._user(rec.key)
+            if user is not None:
+                level = decode_preference(rec.value)
+                at = 0.0 if initial else rec.timestamp_ms / 1000
+                self.preferences.change(user, level, at, 0.0 if initial else floor)
+
+    def _user(self, key: bytes | None) -> str | None:
+        """The canonical decimal key of a registered user, or None (not this stream's)."""
+        try:
+            text = (key or b"").decode("ascii")
+        except UnicodeDecodeError:
+            return None
+        if not text.isdigit() or str(int(text)) != text or int(text) >= self.users:
+            return None
+        return text
+
+    def vector(self, stream: StreamConfig, slot: int) -> npt.NDArray[np.uint8]:
+        """Every user's level index at ``slot`` (:data:`SITS_OUT` during a gap)."""
+        out = np.full(self.users, stream.default_level, dtype=np.uint8)
+        for user in self.preferences.users:  # only the users who ever chose: few, not all
+            group = self.preferences.group(stream, user, slot)
+            out[int(user)] = SITS_OUT if group is None else group
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The book as the ledger entry stores it."""
+        return {
+            "offsets": {str(p): o for p, o in self.offsets.items()},
+            "users": {u: h.to_dict() for u, h in self.preferences.users.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, users: int, data: dict[str, Any] | None) -> LevelBook:
+        book = cls(users)
+        if data:
+            book.offsets = {int(p): int(o) for p, o in data["offsets"].items()}
+            for user, hist in data["users"].items():
+                book.preferences.restore(str(user), History.from_dict(hist))
+        return book
+
+
+class PreferenceReader:
+    """Reads the whole ``preferences`` topic from given offsets to its current end (aiokafka,
+    manual assignment, no consumer group); the consumer is made at the first read."""
+
+    def __init__(self, settings: Settings, topic: str, timeout_s: float = 10.0) -> None:
+        self.settings, self.topic, self.timeout_s = settings, topic, timeout_s
+        self._consumer: Any = None
+
+    async def read(self, offsets: dict[int, int]) -> list[PreferenceRecord]:
+        import asyncio
+
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        from app.stream.kafka import aiokafka_kwargs
+
+        if self._consumer is None:
+            self._consumer = AIOKafkaConsumer(
+                enable_auto_commit=False, **aiokafka_kwargs(self.settings)
+            )
+            await self._consumer.start()
+        consumer = self._consumer
+        parts = consumer.partitions_for_topic(self.topic)
+        if not parts:
+            await consumer.topics()
+            parts = consumer.partitions_for_topic(self.topic) or set()
+        tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
+        if not tps:
+            return []
+        consumer.assign(tps)
+        starts = await consumer.beginning_offsets(tps)
+        for tp in tps:
+            consumer.seek(tp, max(offsets.get(tp.partition, 0), starts[tp]))
+        ends = await consumer.end_offsets(tps)
+        out: list[PreferenceRecord] = []
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.timeout_s
+        while not all([await consumer.position(tp) >= ends[tp] for tp in tps]):
+            if loop.time() > give_up:
+                raise TimeoutError(f"reading {self.topic} to its end took over {self.timeout_s} s")
+            batches = await consumer.getmany(*tps, timeout_ms=200)
+            for tp, records in batches.items():
+                out.extend(
+                    PreferenceRecord(tp.partition, r.offset, r.key, r.value, r.timestamp)
+                    for r in records
+                    if r.offset < ends[tp]
+                )
+        return out  # in offset order per partition (a user's records share one)
+
+    async def stop(self) -> None:
+        if self._consumer is not None:
+            await self._consumer.stop()
+            self._consumer = None
