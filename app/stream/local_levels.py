@@ -138,15 +138,20 @@ class LevelBook:
 
 class PreferenceReader:
     """Reads the whole ``preferences`` topic from given offsets to its current end (aiokafka,
-    manual assignment, no consumer group); the consumer is made at the first read."""
+    manual assignment of every partition, no consumer group).
+
+    The consumer stays assigned between reads, so its background fetches keep the records and
+    the high watermarks current: a read at a slot's open only drains what was fetched already,
+    and seeks (one broker round trip) only when the offsets asked for are not where the last
+    read stopped (the first read, or after a restart)."""
 
     def __init__(self, settings: Settings, topic: str, timeout_s: float = 10.0) -> None:
         self.settings, self.topic, self.timeout_s = settings, topic, timeout_s
         self._consumer: Any = None
+        self._next: dict[int, int] = {}
+        """Per partition, the offset after the last record returned."""
 
-    async def read(self, offsets: dict[int, int]) -> list[PreferenceRecord]:
-        import asyncio
-
+    async def _assigned(self) -> tuple[Any, list[Any]]:
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
         from app.stream.kafka import aiokafka_kwargs
@@ -162,26 +167,44 @@ class PreferenceReader:
             await consumer.topics()
             parts = consumer.partitions_for_topic(self.topic) or set()
         tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
+        if set(tps) != set(consumer.assignment()):
+            consumer.assign(tps)
+            self._next = {}
+        return consumer, tps
+
+    async def read(self, offsets: dict[int, int]) -> list[PreferenceRecord]:
+        import asyncio
+
+        consumer, tps = await self._assigned()
         if not tps:
             return []
-        consumer.assign(tps)
-        starts = await consumer.beginning_offsets(tps)
-        for tp in tps:
-            consumer.seek(tp, max(offsets.get(tp.partition, 0), starts[tp]))
-        ends = await consumer.end_offsets(tps)
+        moved = [tp for tp in tps if self._next.get(tp.partition) != offsets.get(tp.partition, 0)]
+        if moved:
+            starts = await consumer.beginning_offsets(moved)
+            for tp in moved:
+                consumer.seek(tp, max(offsets.get(tp.partition, 0), starts[tp]))
+        # The end is each partition's high watermark as fetch responses report it, not
+        # ListOffsets, which Tansu answers with the last batch's base offset + 1 (1 for 200
+        # records produced in one batch). A record the last fetch missed waits one slot.
         out: list[PreferenceRecord] = []
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self.timeout_s
-        while not all([await consumer.position(tp) >= ends[tp] for tp in tps]):
-            if loop.time() > give_up:
-                raise TimeoutError(f"reading {self.topic} to its end took over {self.timeout_s} s")
-            batches = await consumer.getmany(*tps, timeout_ms=200)
+        wait_ms = 200 if moved else 0  # drained at once when the fetches kept up
+        while True:
+            batches = await consumer.getmany(*tps, timeout_ms=wait_ms)
             for tp, records in batches.items():
                 out.extend(
                     PreferenceRecord(tp.partition, r.offset, r.key, r.value, r.timestamp)
                     for r in records
-                    if r.offset < ends[tp]
                 )
+            ends = [consumer.highwater(tp) for tp in tps]
+            positions = [await consumer.position(tp) for tp in tps]
+            if all(h is not None and p >= h for h, p in zip(ends, positions, strict=True)):
+                break
+            if loop.time() > give_up:
+                raise TimeoutError(f"reading {self.topic} to its end took over {self.timeout_s} s")
+            wait_ms = 200  # not at the end yet: wait for the fetches
+        self._next = {tp.partition: p for tp, p in zip(tps, positions, strict=True)}
         return out  # in offset order per partition (a user's records share one)
 
     async def stop(self) -> None:

@@ -1,14 +1,17 @@
 """Personalized local mode (PLDP-IDS) on a real broker: the devices' own (w_i, eps_i) hold.
 
-Two levels, in index blocks as the mechanism assigns them: 1,200 users at ``(w=4, eps=1)``
-and 800 at ``(w=2, eps=2)``; ``dpstream simulate devices`` answers with the device SDK, each
-device holding its own level's ledger.
+Two levels: 1,200 users at ``(w=4, eps=1)`` (the default, the strictest) and 800 at ``(w=2,
+eps=2)``. ``dpstream simulate devices`` plays the users: before answering, the 800 tell the
+service their level on the ``preferences`` topic, and the service takes every user's level from
+there (the requests name them). Each device answers with the device SDK and its own level's
+ledger, and refuses a request that holds it at another level.
 
 * ``test_devices_refuse_forged_personal_requests``: PLPA runs a few slots, then the worker
-  stops and we forge two requests, each sent inside the wall-clock slot it names (so the
+  stops and we forge three requests, each sent inside the wall-clock slot it names (so the
   devices' clocks accept it): the last cohort asked again in the next slot (inside every
   level's window: every device that reported refuses), then everybody at twice their level's
-  budget (every device refuses). Nothing is reported to either.
+  budget, then everybody held at the looser level (every device refuses each). Nothing is
+  reported to any.
 * ``test_kill9_during_personal_rounds``: PLPA+ (OPS: level 0's budget split in shares, recycled
   faster than its w) with three kill -9 during rounds: every slot released once, and on what the
   devices sent (a device spends exactly what it reports), no user spent more than its eps_i in
@@ -22,6 +25,7 @@ import random
 import subprocess
 import sys
 import time
+import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -65,14 +69,32 @@ def _level(user: int) -> int:
     return 0 if user < SIZES[0] else 1
 
 
-def _simulate(broker: Any, config: Path, prefix: str, log: Any, seconds: int) -> Any:
+def _simulate(broker: Any, config: Path, prefix: str, path: Path, seconds: int) -> Any:
+    """Start the devices and wait until they published their levels (before the worker)."""
     env = {**os.environ, "DPSTREAM_BROKER": broker.bootstrap, "DPSTREAM_CONFIG": str(config),
            "DPSTREAM_TOPIC_PREFIX": prefix}  # fmt: skip
-    return subprocess.Popen(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "app.cli", "simulate", "devices", "--stream", "pl",
-         "--devices", str(DEVICES), "--seed", "5", "--duration", str(seconds)],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+    with open(path, "wb") as log:
+        sim = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "app.cli", "simulate", "devices", "--stream", "pl",
+             "--devices", str(DEVICES), "--seed", "5", "--duration", str(seconds)],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while b"levels chosen" not in path.read_bytes():
+        assert sim.poll() is None and time.monotonic() < deadline, path.read_text()[-2000:]
+        time.sleep(0.2)
+    assert f"devices={SIZES[1]}".encode() in path.read_bytes()
+    return sim
+
+
+def _levels_named(requests: list[dict[str, Any]]) -> None:
+    """Every request holds every user at the level its device chose (from ``preferences``)."""
+    chosen = np.repeat(np.arange(len(SIZES)), SIZES)
+    for msg in requests:
+        cr = CollectionRequest.from_dict(msg["request"])
+        assert cr.levels is not None
+        got = np.frombuffer(cr.levels, dtype=np.uint8)
+        assert (got == chosen).all(), (cr.slot, np.bincount(got).tolist())
 
 
 def _stats(text: str) -> dict[str, int]:
@@ -112,10 +134,9 @@ def test_devices_refuse_forged_personal_requests(
     config = tmp_path / "streams.yaml"
     config.write_text(_config("plpa"))
     kafka.create_topics(prefix)
-    worker = worker_factory(prefix, config).start()
     sim_log = tmp_path / "devices.log"
-    with open(sim_log, "wb") as log:
-        sim = _simulate(broker, config, prefix, log, 60)
+    sim = _simulate(broker, config, prefix, sim_log, 60)
+    worker = worker_factory(prefix, config).start()
     topic = prefix + "collection-requests"
     try:
         worker.wait_ready(60)
@@ -127,12 +148,13 @@ def test_devices_refuse_forged_personal_requests(
         assert worker.stop() == 0, worker.tail()
         time.sleep(1.0)
         requests = [msgpack.unpackb(m.value()) for m in kafka.read(topic, idle_s=2.0)]
+        _levels_named(requests)
         honest = _reports(kafka, prefix)
         answered: dict[tuple[int, str], set[int]] = defaultdict(set)
         for r in honest:
             answered[r["slot"], r["round"]].add(r["user"])
         # The newest round with reports (a late cohort may be empty: the population ran out).
-        last = next(q for q in reversed(requests) if answered[_round(q)])
+        last = next(q for q in reversed(requests) if answered.get(_round(q)))
         cr, reporters = last["request"], answered[_round(last)]
         assert cr["slot"] == max(s for s, _ in answered), "no device answered a later slot"
         producer = Producer({"bootstrap.servers": broker.bootstrap})
@@ -144,19 +166,26 @@ def test_devices_refuse_forged_personal_requests(
         double = {"eps": [2 * e for e in cr["eps"]], "units": [2 * u for u in cr["units"]]}
         greedy = {**cr, **double, "slot": cr["slot"] + 2, "cohort": None}
         _send_at(producer, topic, _forged(last, wall + 2, greedy))
+        # 3. Everybody held at the looser level (open), its budget doubled: the private devices
+        # refuse a request that names another level than theirs, the open ones the budget.
+        loose = {**greedy, "slot": cr["slot"] + 3, "levels": zlib.compress(bytes([1] * DEVICES)),
+                 "eps": [cr["eps"][0], 2 * cr["eps"][1]],
+                 "units": [cr["units"][0], 2 * cr["units"][1]]}  # fmt: skip
+        _send_at(producer, topic, _forged(last, wall + 3, loose))
         time.sleep(2.0)  # the simulator answers both before it stops
     finally:
         _stop_sim(sim)
         worker.kill9()
     out = sim_log.read_text()
     stats = _stats(out)
-    forged_slots = {cr["slot"] + 1, cr["slot"] + 2}
+    forged_slots = {cr["slot"] + 1, cr["slot"] + 2, cr["slot"] + 3}
     after = _reports(kafka, prefix)
     assert not [r for r in after if r["slot"] in forged_slots], "a device answered a forged request"
     assert len(after) == len(honest) == stats["reports"]
-    # Every reporter of the last round refused the first; every device refused the second.
+    # Every reporter of the last round refused the first; every device the second and third.
     assert stats["clock_refused"] == 0, out[-2000:]
-    assert stats["refused"] == len(reporters) + DEVICES, (stats, len(reporters), out[-2000:])
+    assert stats["refused"] == len(reporters) + 2 * DEVICES, (stats, len(reporters), out[-2000:])
+
     print(
         f"forged: reporters of slot {cr['slot']} {cr['round']}={len(reporters)}, devices: {stats}"
     )
@@ -168,11 +197,10 @@ def test_kill9_during_personal_rounds(kafka, worker_factory, broker, tmp_path: P
     config = tmp_path / "streams.yaml"
     config.write_text(_config("plpa+"))
     kafka.create_topics(prefix)
+    sim_log = tmp_path / "devices.log"
+    sim = _simulate(broker, config, prefix, sim_log, 80)
     worker = worker_factory(prefix, config, DPSTREAM_SESSION_TIMEOUT_S="3").start()
     tail = Tail(broker.bootstrap, prefix + "collection-requests")
-    sim_log = tmp_path / "devices.log"
-    with open(sim_log, "wb") as log:
-        sim = _simulate(broker, config, prefix, log, 80)
     kills = 3
     try:
         worker.wait_ready(60)
@@ -206,8 +234,11 @@ def test_kill9_during_personal_rounds(kafka, worker_factory, broker, tmp_path: P
 
     # The budget each device spent: per report, its level's units in the request it answered.
     units: dict[tuple[int, str], list[int]] = {}
-    for m in kafka.read(prefix + "collection-requests", idle_s=1.0):
-        cr = CollectionRequest.from_dict(msgpack.unpackb(m.value())["request"])
+    requests = [msgpack.unpackb(m.value()) for m in kafka.read(prefix + "collection-requests",
+                                                                idle_s=1.0)]  # fmt: skip
+    _levels_named(requests)
+    for msg in requests:
+        cr = CollectionRequest.from_dict(msg["request"])
         units[cr.slot, cr.round] = list(cr.units)
     spent: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     reports = _reports(kafka, prefix)

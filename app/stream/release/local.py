@@ -269,7 +269,7 @@ class LocalDriver:
         now: float,
     ) -> None:
         sid = stream.id
-        deadline = max(now, stream.slots.start(slot)) + stream.round_s
+        deadline = max(now, self.clock(), stream.slots.start(slot)) + stream.round_s
         # 2. Record.
         entry.state = mech.state_dict()
         entry.next_slot = slot
