@@ -149,6 +149,21 @@ USERS_USED = Gauge(
     ["stream"],
     registry=REGISTRY,
 )
+LEVEL_USERS = Gauge(
+    "dpstream_level_users",
+    "Local mode, personalized streams: users at each level in the current slot (public: the "
+    "collection requests name every user's level); level=\"(changing)\": users sitting out a "
+    "change of level.",
+    ["stream", "level"],
+    registry=REGISTRY,
+)
+LEVEL_USERS_AVAILABLE = Gauge(
+    "dpstream_level_users_available",
+    "Local mode, personalized streams: users of each level that may report (not used in the "
+    "mechanism's recycling window).",
+    ["stream", "level"],
+    registry=REGISTRY,
+)
 REPORTS = Counter(
     "dpstream_reports",
     "Opt-in, exact: local mode reports consumed, by outcome (accepted, not_asked, "

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from app.dp.local.pldp import PLDPMechanism
 from app.dp.local.wire import CollectionRequest, mask_users
 from app.stream.budget_view import budget_json, utc
 from app.stream.config import Settings, StreamConfig
@@ -124,6 +125,8 @@ def to_json(stream: StreamConfig, entry: LedgerEntry) -> dict[str, Any]:
     out["published"] = entry.published
     if stream.graph is not None:
         out["wn_window"] = wn_window(stream, mechanism)
+    if rows := level_rows(stream, mechanism):
+        out["level_population"] = rows
     out["recent"] = [
         {
             "slot": slot,
@@ -165,6 +168,19 @@ def wn_line(stream: StreamConfig, mechanism: Any) -> str:
     )
 
 
+def level_rows(stream: StreamConfig, mechanism: Any) -> list[dict[str, Any]]:
+    """Per level of a personalized local stream, its users and those available now (none for
+    other streams); the levels are public, as the requests name them."""
+    if not isinstance(mechanism, PLDPMechanism):
+        return []
+    pop = mechanism.population
+    totals, free = pop.level_use(pop.t)
+    return [
+        {"level": lv.name, "w": lv.w, "eps": lv.eps, "users": int(n), "available": int(a)}
+        for lv, n, a in zip(stream.levels, totals, free, strict=True)
+    ]
+
+
 def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> list[str]:
     """The population ledger's window and the pending request of a local stream."""
     lines = [""]
@@ -176,6 +192,14 @@ def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> li
             f"population: {pop.users} users in {pop.buckets} buckets, w={pop.w}; at slot "
             f"{offset + pop.t}: used {pop.users - available}, available {available}"
         )
+        for row in level_rows(stream, mechanism):
+            lines.append(
+                f"{'':>4}level {row['level']} (w={row['w']}, eps={row['eps']:g}): "
+                f"{row['users']} users, available {row['available']}"
+            )
+        if isinstance(mechanism, PLDPMechanism):
+            changing = pop.users - int(pop.level_totals().sum())
+            lines.append(f"{'':>4}sitting out a change of level: {changing} users")
         for k in range(min(pop.w, pop.t)):  # the slots of the current window, newest first
             used = int(pop.sizes[pop.age == k].sum())
             lines.append(f"{'':>4}slot {offset + pop.t - k:>12}: {used} users reported")

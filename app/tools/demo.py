@@ -67,26 +67,30 @@ def _print_releases(
                 print(format_release(settings, release.to_json(), post), flush=True)
 
 
-def per_user_spent(stream: Any, spent: float, eps: float) -> float:
-    """What one user of a level spent in a slot, from the release's ``spent`` figure.
+def per_user_spent(stream: Any, spent: float, level: str) -> float:
+    """What one user of ``level`` spent in a slot, from the release's ``spent`` figure.
 
     Central streams: ``spent`` is the level's budget for the slot, which is what each user
     spent. Local streams: ``spent`` adds the rounds' report budgets (dissimilarity +
     publication). Under budget division every user reports in both rounds, so a user spent the
-    sum; under population division (LPU, LPD, LPA) the rounds ask disjoint cohorts and each
-    report uses the whole ``eps``, so a user who reported spent ``eps`` (and did so once in its
-    window), even when the sum is ``2 eps``.
+    sum; under population division (LPU, LPD, LPA and the PLDP-IDS mechanisms) the rounds ask
+    disjoint cohorts and a user reports at most once per slot, with its level's report budget
+    (the whole ``eps``, or ``eps / s`` when OPS split it in ``s`` shares), even when the sum is
+    twice that.
     """
     if not stream.local or spent <= 0:
         return spent
     from app.dp.errors import DPError
-    from app.dp.registry import get
 
     try:
-        population_division = bool(getattr(get(stream.mechanism), "population_division", False))
+        mechanism = stream.build_mechanism()
     except DPError:  # an unknown name: show the raw figure
-        population_division = False
-    return min(spent, eps) if population_division else spent
+        return spent
+    if not getattr(mechanism, "population_division", False):
+        return spent
+    k = stream.level_index(level)
+    report = getattr(mechanism, "report_eps", None)
+    return float(min(spent, report[k] if report is not None else stream.levels[k].eps))
 
 
 def header(settings: Settings) -> str:
@@ -141,7 +145,7 @@ def format_release(settings: Settings, rel: dict[str, Any], post: str = "none") 
     hist = " ".join(f"{lab}={x:.{digits}f}" for lab, x in zip(stream.labels, values, strict=True))
     eps = {lv.name: lv.eps for lv in stream.levels}
     spent = ", ".join(
-        f"{k} {per_user_spent(stream, v, eps[k]):.3g} of {eps[k]:g}"
+        f"{k} {per_user_spent(stream, v, k):.3g} of {eps[k]:g}"
         if k in eps
         else f"{k} {v:.3g}"
         for k, v in rel["spent_by_group"].items()

@@ -134,7 +134,8 @@ class Pipeline:
         async def read(offsets: dict[int, int]) -> list[PreferenceRecord]:
             return [r for r in self.prefs if r.offset >= offsets.get(0, 0)]
 
-        self.agent = Releaser(settings, self.topics, {}, {}, produce, persisted,
+        self.ledger: dict[str, bytes] = {}
+        self.agent = Releaser(settings, self.topics, self.ledger, {}, produce, persisted,
                               clock=self.clock, preferences=read)  # fmt: skip
         self.collector = ReportCollector([self.stream])
         self.collector.assign(0)
@@ -257,15 +258,34 @@ def run_pipeline(
     return p
 
 
+def _view(p: Pipeline) -> str:
+    from app.stream.ledger_view import render
+    from app.stream.release import LedgerEntry
+
+    return render(p.stream, LedgerEntry.decode(p.ledger["pl"]))
+
+
 def test_levels_come_from_preferences_and_a_change_sits_out_its_gap(tmp_path):
+    from app import metrics
+
     initial = [(-1, u, 1) for u in range(60, USERS)]  # the planned mix: 40 users choose open
-    moves = [(8, u, 1) for u in range(0, 10)] + [(8, u, 0) for u in range(60, 70)]
+    moves = [(8, u, 1) for u in range(0, 15)] + [(8, u, 0) for u in range(60, 70)]
+    p = run_pipeline(tmp_path, "plpa+", initial + moves, 12, seed=3)
+    # After wall slot 21: the 25 movers (device change from slot 19) sit out slots 19-22.
+    assert "level private (w=4, eps=1): 45 users" in _view(p)
+    assert "level open (w=2, eps=2): 30 users" in _view(p)
+    assert "sitting out a change of level: 25 users" in _view(p)
+    assert metrics.LEVEL_USERS.labels("pl", "(changing)")._value.get() == 25
     p = run_pipeline(tmp_path, "plpa+", initial + moves, 30, seed=3)
+    assert "level private (w=4, eps=1): 55 users" in _view(p)
+    assert "level open (w=2, eps=2): 45 users" in _view(p)
+    assert "sitting out a change of level: 0 users" in _view(p)
+    assert metrics.LEVEL_USERS.labels("pl", "open")._value.get() == 45
     assert p.refused == 0  # devices and service agree on every level and every gap
     both, worst = check_levels(p.spent)
     first_open = [t for u in range(70, USERS) for t, g, _ in p.spent[u] if g == 1]
     assert first_open and min(first_open) <= 2  # chosen before the stream: no gap
-    movers = {u for u in (*range(0, 10), *range(60, 70)) if len({g for _, g, _ in p.spent[u]}) > 1}
+    movers = {u for u in (*range(0, 15), *range(60, 70)) if len({g for _, g, _ in p.spent[u]}) > 1}
     assert movers and both == len(movers)  # some moved users reported under both levels
     assert worst <= 1000
     print(f"reports={p.reports} users under two levels={both} worst window={worst / 10:.1f}% eps")

@@ -30,7 +30,18 @@ def test_local_population_division_shows_what_one_user_spent() -> None:
     assert stream.mechanism == "lpa" and stream.levels[0].eps == 2.0
     line = demo.format_release(settings, release(stream.id, {"standard": 4.0}, [0.9, 0.1]))
     assert line.endswith("| eps per user: standard 2 of 2")
-    assert demo.per_user_spent(stream, 0.0, 2.0) == 0.0
+    assert demo.per_user_spent(stream, 0.0, "standard") == 0.0
+
+
+def test_personalized_local_shows_each_levels_report_budget() -> None:
+    """PLPA+ splits the private level's eps = 1 in two shares (OPS recycles every 5 slots, its
+    w is 10): a private user reports with 0.5 once per slot, whatever the rounds' sum."""
+    settings = settings_of(demo.LOCAL_STREAMS)
+    stream = settings.stream("app-usage-personal")
+    line = demo.format_release(
+        settings, release(stream.id, {"private": 1.0, "open": 4.0}, [0.5, 0.5])
+    )
+    assert line.endswith("| eps per user: private 0.5 of 1, open 2 of 2")
 
 
 def test_central_spent_is_shown_against_each_level_eps() -> None:

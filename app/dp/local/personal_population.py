@@ -132,6 +132,12 @@ class PersonalPopulation(Population):
         self.level_sizes = level_sizes(self.assignment, len(self.levels), self.buckets)
         self.sizes = self.level_sizes.sum(axis=0)
 
+    def level_use(self, t: int) -> tuple[IntArray, IntArray]:
+        """Per level, ``(users at the level, those of them available at slot t)``; users
+        sitting out a change are in neither (``users - sum(first)`` of them)."""
+        free = self.available(t)
+        return self.level_totals(), self.level_sizes[:, free].sum(axis=1)
+
     def level_totals(self) -> IntArray:
         """Users at each level now, shape ``(m,)`` (those sitting out in none)."""
         out: IntArray = self.level_sizes.sum(axis=1)

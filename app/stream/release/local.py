@@ -316,3 +316,9 @@ class LocalDriver:
         available = pop.available_users(pop.t)
         metrics.USERS_AVAILABLE.labels(stream.id).set(available)
         metrics.USERS_USED.labels(stream.id).set(stream.users - available)
+        if isinstance(mech, PLDPMechanism):
+            totals, free = pop.level_use(pop.t)
+            for level, n, a in zip(stream.levels, totals.tolist(), free.tolist(), strict=True):
+                metrics.LEVEL_USERS.labels(stream.id, level.name).set(n)
+                metrics.LEVEL_USERS_AVAILABLE.labels(stream.id, level.name).set(a)
+            metrics.LEVEL_USERS.labels(stream.id, "(changing)").set(pop.users - int(totals.sum()))
