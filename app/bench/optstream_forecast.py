@@ -30,7 +30,6 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import numpy as np
-from statsmodels.tsa.arima.model import ARIMA
 
 from app.bench.optstream import FIG3, W, load_rte, released
 from app.bench.optstream_plots import plot_forecast
@@ -41,6 +40,8 @@ TRAIN_DAYS = 28
 def day_ahead(series: np.ndarray, day: int) -> np.ndarray:
     """ARMA(1,1) with a constant fitted on the ``TRAIN_DAYS`` days before ``day`` (0-based day
     index into ``series``); its forecast of that day's ``W`` slots."""
+    from statsmodels.tsa.arima.model import ARIMA  # the bench extra, imported when fitting
+
     train = series[(day - TRAIN_DAYS) * W : day * W]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence warnings of noisy series
