@@ -141,7 +141,9 @@ def test_real_prometheus_scrapes_the_worker_and_evaluates_the_rules(
         (level["name"], float(level["eps"])) for level in levels
     }
     # The worker releases every (1 s) slot: the overdue expression is empty, and the same
-    # quantity the rule compares stays under two slots.
+    # quantity the rule compares stays under the rule's threshold, 3 slots. Its healthy maximum
+    # is 2.2 slots plus the worker's jitter: one slot between releases, the 0.2 s grace, and up
+    # to one 1 s scrape interval since the sample (a bound of 2 failed at 2.05 on a loaded CI).
     rules = {r["alert"]: r for r in _rules()}
     assert prom_query(prometheus, rules["DpstreamReleaseOverdue"]["expr"]) == []
     (lag,) = prom_query(
@@ -149,7 +151,7 @@ def test_real_prometheus_scrapes_the_worker_and_evaluates_the_rules(
         "(time() - max without (instance, pod) (dpstream_last_release_timestamp_seconds))"
         " / max without (instance, pod) (dpstream_slot_seconds)",
     )
-    assert lag["metric"]["stream"] == live_worker.stream and float(lag["value"][1]) < 2
+    assert lag["metric"]["stream"] == live_worker.stream and float(lag["value"][1]) < 3
     assert prom_query(prometheus, rules["DpstreamWorkerDown"]["expr"]) == []
     (ready,) = prom_query(prometheus, "dpstream_ready")
     assert float(ready["value"][1]) == 1
