@@ -281,25 +281,30 @@ def _alpha(
     return alpha
 
 
-def parse_stream(
-    raw: Any, where: str, env: Mapping[str, str], base_dir: Path | None = None
-) -> StreamConfig:
-    """Validate one stream entry of the YAML file (after applying environment overrides);
-    ``base_dir``: where the file's relative paths (a graph's edge list) start (default: cwd)."""
+def _stream_id(raw: Any, where: str) -> str:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: a stream must be a mapping, got {raw!r}")
     sid = raw.get("id")
     if not isinstance(sid, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", sid):
         raise ConfigError(f"{where}.id must be 1-64 chars of [A-Za-z0-9._-], got {sid!r}")
-    where = f"{where}[{sid}]"
-    _keys(where, raw, STREAM_KEYS)
+    return sid
+
+
+def _mechanism_entry(where: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``mechanism:`` mapping (a bare name is ``{name: ...}``; default PBA)."""
     mech_raw = raw.get("mechanism", {"name": "pba"})
     if isinstance(mech_raw, str):
         mech_raw = {"name": mech_raw}
     if not isinstance(mech_raw, dict):
         raise ConfigError(f"{where}.mechanism must be a name or a mapping, got {mech_raw!r}")
     _keys(f"{where}.mechanism", mech_raw, MECHANISM_KEYS)
-    mode = _choice(f"{where}.mode", raw.get("mode", "central"), MODES)
+    return mech_raw
+
+
+def _values(
+    raw: Mapping[str, Any], mode: str, mech_raw: Mapping[str, Any], sid: str, env: Mapping[str, str]
+) -> dict[str, Any]:
+    """The overridable fields: the file's values over the defaults, then the environment's."""
     values = {key: raw.get(key, default) for key, default in DEFAULTS.items()}
     if mode == "local":
         values["release_timeout_s"] = raw.get("release_timeout_s", LOCAL_RELEASE_TIMEOUT_S)
@@ -309,16 +314,35 @@ def parse_stream(
     for suffix, key in OVERRIDABLE.items():
         if prefix + suffix in env:
             values[key] = env[prefix + suffix]
-    kinds = ("local",) if mode == "local" else CENTRAL_KINDS
-    allowed = tuple(n for kind in kinds for n in names(kind))
-    mechanism = _choice(f"{where}.mechanism.name", values["mechanism"], allowed)
+    return values
+
+
+def _params(where: str, mech_raw: Mapping[str, Any], mechanism: str) -> dict[str, Any]:
     params = mech_raw.get("params", {}) or {}
     if not isinstance(params, dict):
         raise ConfigError(f"{where}.mechanism.params must be a mapping, got {params!r}")
-    levels, default = _levels(where, raw)
-    labels = _labels(where, raw)
     if get(mechanism).kind == "graph" and MECHANISM_GRAPH_PARAMS & set(map(str, params)):
         raise ConfigError(f"{where}.mechanism.params: name the graph and n under `graph:`")
+    return params
+
+
+def parse_stream(
+    raw: Any, where: str, env: Mapping[str, str], base_dir: Path | None = None
+) -> StreamConfig:
+    """Validate one stream entry of the YAML file (after applying environment overrides);
+    ``base_dir``: where the file's relative paths (a graph's edge list) start (default: cwd)."""
+    sid = _stream_id(raw, where)
+    where = f"{where}[{sid}]"
+    _keys(where, raw, STREAM_KEYS)
+    mech_raw = _mechanism_entry(where, raw)
+    mode = _choice(f"{where}.mode", raw.get("mode", "central"), MODES)
+    values = _values(raw, mode, mech_raw, sid, env)
+    kinds = ("local",) if mode == "local" else CENTRAL_KINDS
+    allowed = tuple(n for kind in kinds for n in names(kind))
+    mechanism = _choice(f"{where}.mechanism.name", values["mechanism"], allowed)
+    params = _params(where, mech_raw, mechanism)
+    levels, default = _levels(where, raw)
+    labels = _labels(where, raw)
     graph = parse_graph(f"{where}.graph", raw.get("graph"), mechanism, labels, base_dir or Path())
     alpha = _alpha(where, raw.get("sum"), mode, mechanism, params)
     stream = StreamConfig(
