@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.bench.plots import MARKERS, _pyplot
+from app.bench.plots import MARKERS, _pyplot, save
 
 __all__ = ["plot_forecast", "plot_optstream"]
 
@@ -61,12 +61,7 @@ def plot_optstream(
     axes[0][0].set_ylabel("log10 mean L1 error")
     axes[0][-1].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
-    fig.text(0.01, 0.01, footer, fontsize=6, color="0.3")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    out = Path(path)
-    fig.savefig(out, dpi=80)
-    plt.close(fig)
-    return out
+    return save(fig, path, footer, dpi=80)
 
 
 def plot_forecast(
@@ -100,9 +95,4 @@ def plot_forecast(
     right.set_title("every target day, mean over trials", fontsize=9)
     right.grid(True, alpha=0.3)
     fig.suptitle(title, fontsize=10)
-    fig.text(0.01, 0.01, footer, fontsize=6, color="0.3")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    out = Path(path)
-    fig.savefig(out, dpi=80)
-    plt.close(fig)
-    return out
+    return save(fig, path, footer, dpi=80)

@@ -40,6 +40,17 @@ def _pyplot() -> Any:
     return plt
 
 
+def save(fig: Any, path: str | Path, footer: str, dpi: int) -> Path:
+    """Write ``fig`` as a PNG at ``path`` with ``footer`` (how the figure was made) in small grey
+    type under it, then close it; every bench figure ends here."""
+    fig.text(0.01, 0.01, footer, fontsize=6, color="0.3")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    out = Path(path)
+    fig.savefig(out, dpi=dpi)
+    _pyplot().close(fig)
+    return out
+
+
 def _by_mechanism(
     rows: Sequence[dict[str, Any]], x: str, measure: str
 ) -> dict[str, dict[float, list[float]]]:
@@ -83,12 +94,7 @@ def plot_sweep(
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
-    fig.text(0.01, 0.01, footer, fontsize=6, color="0.3")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    out = Path(path)
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return out
+    return save(fig, path, footer, dpi=90)
 
 
 def _point_values(
@@ -144,12 +150,7 @@ def plot_bars(
     ax.set_ylabel(LABELS.get(measure, measure))
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, ncol=4)
-    fig.text(0.01, 0.01, footer, fontsize=6, color="0.3")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    out = Path(path)
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return out
+    return save(fig, path, footer, dpi=90)
 
 
 def plot_preset(rows: Sequence[dict[str, Any]], out_dir: str | Path, preset: Preset) -> list[Path]:
