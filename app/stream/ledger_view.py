@@ -198,8 +198,7 @@ def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> li
                 f"{row['users']} users, available {row['available']}"
             )
         if isinstance(mechanism, PLDPMechanism):
-            changing = pop.users - int(pop.level_totals().sum())
-            lines.append(f"{'':>4}sitting out a change of level: {changing} users")
+            lines.append(f"{'':>4}sitting out a change of level: {pop.sitting_out()} users")
         for k in range(min(pop.w, pop.t)):  # the slots of the current window, newest first
             used = int(pop.sizes[pop.age == k].sum())
             lines.append(f"{'':>4}slot {offset + pop.t - k:>12}: {used} users reported")

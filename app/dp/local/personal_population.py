@@ -134,9 +134,13 @@ class PersonalPopulation(Population):
 
     def level_use(self, t: int) -> tuple[IntArray, IntArray]:
         """Per level, ``(users at the level, those of them available at slot t)``; users
-        sitting out a change are in neither (``users - sum(first)`` of them)."""
+        sitting out a change are in neither (:meth:`sitting_out`)."""
         free = self.available(t)
         return self.level_totals(), self.level_sizes[:, free].sum(axis=1)
+
+    def sitting_out(self) -> int:
+        """Users at no level now: those sitting out a change of level."""
+        return self.users - int(self.level_sizes.sum())
 
     def level_totals(self) -> IntArray:
         """Users at each level now, shape ``(m,)`` (those sitting out in none)."""

@@ -321,4 +321,4 @@ class LocalDriver:
             for level, n, a in zip(stream.levels, totals.tolist(), free.tolist(), strict=True):
                 metrics.LEVEL_USERS.labels(stream.id, level.name).set(n)
                 metrics.LEVEL_USERS_AVAILABLE.labels(stream.id, level.name).set(a)
-            metrics.LEVEL_USERS.labels(stream.id, "(changing)").set(pop.users - int(totals.sum()))
+            metrics.LEVEL_USERS.labels(stream.id, "(changing)").set(pop.sitting_out())
