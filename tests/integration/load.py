@@ -156,3 +156,13 @@ def wait_released(
         if all(d and max(d) >= last_slot for d in done):
             return
         time.sleep(1)
+
+
+def wait_releases(kafka, topic: str, count: int, timeout_s: float, every_s: float) -> None:
+    """Wait (at most ``timeout_s``, looking every ``every_s``) until ``topic`` holds ``count``
+    releases or more; the test then asserts on what is there."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(every_s)
+        if len(kafka.read(topic, idle_s=0.3)) >= count:
+            return

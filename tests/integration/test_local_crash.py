@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 from app.dp.local.wire import CollectionRequest, mask_users
+from tests.integration.load import wait_releases
 
 pytestmark = pytest.mark.integration
 
@@ -136,11 +137,7 @@ def test_kill9_in_rounds_never_replans_a_cohort_nor_releases_twice(
             worker.start()
             worker.wait_ready(60)
         seen = len(kafka.read(prefix + "releases", idle_s=0.3))
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            time.sleep(SLOT_S)
-            if len(kafka.read(prefix + "releases", idle_s=0.3)) >= seen + AFTER_KILLS:
-                break
+        wait_releases(kafka, prefix + "releases", seen + AFTER_KILLS, timeout_s=30, every_s=SLOT_S)
         assert worker.alive(), worker.tail()
         assert worker.stop() == 0, worker.tail()
         time.sleep(1.0)  # the simulator sees every request before it stops

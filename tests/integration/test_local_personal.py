@@ -37,6 +37,7 @@ import pytest
 from app.dp.budget import GroupBudget
 from app.dp.local import CollectionRequest
 from app.dp.types import Group
+from tests.integration.load import wait_releases
 from tests.integration.test_local_crash import Tail, _stop_sim
 
 pytestmark = pytest.mark.integration
@@ -140,11 +141,7 @@ def test_devices_refuse_forged_personal_requests(
     topic = prefix + "collection-requests"
     try:
         worker.wait_ready(60)
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:
-            time.sleep(SLOT_S)
-            if len(kafka.read(prefix + "releases", idle_s=0.3)) >= 3:
-                break
+        wait_releases(kafka, prefix + "releases", 3, timeout_s=40, every_s=SLOT_S)
         assert worker.stop() == 0, worker.tail()
         time.sleep(1.0)
         requests = [msgpack.unpackb(m.value()) for m in kafka.read(topic, idle_s=2.0)]
@@ -211,11 +208,7 @@ def test_kill9_during_personal_rounds(kafka, worker_factory, broker, tmp_path: P
             worker.start()
             worker.wait_ready(60)
         seen = len(kafka.read(prefix + "releases", idle_s=0.3))
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            time.sleep(SLOT_S)
-            if len(kafka.read(prefix + "releases", idle_s=0.3)) >= seen + 3:
-                break
+        wait_releases(kafka, prefix + "releases", seen + 3, timeout_s=30, every_s=SLOT_S)
         assert worker.stop() == 0, worker.tail()
         time.sleep(1.0)
     finally:
