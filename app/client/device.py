@@ -5,8 +5,9 @@ eps)`` and group) and answers a :class:`~app.dp.local.wire.CollectionRequest`:
 
 1. membership: it reports only if its bucket (``user mod buckets``) is in the request's cohort
    bitmap (or the request asks everybody);
-2. clock: the request's wall-clock slot must agree with the device's own clock and with the last
-   slot it answered (:mod:`app.client.clock`), so the service cannot compress time;
+2. clock: the request's wall-clock slot must be a slot of the enrolled grid, the one the
+   device's own clock is in, and after the last slot it answered (:mod:`app.client.clock`), so
+   the service cannot compress time;
 3. level: a personalized request names the level it holds for the user
    (:attr:`~app.dp.local.wire.CollectionRequest.levels`); the device refuses one that is not
    its own, and every request while it sits out after a change of level
@@ -25,7 +26,8 @@ The device never sends its true value; the randomness comes from the generator i
 >>> from app.dp.local import LPU
 >>> service = LPU(d=4, eps=1.0, w=2, users=6)
 >>> request = service.open_slot(np.random.default_rng(0))
->>> devices = [Device(Enrollment(user=i, w=2, eps=1.0)) for i in range(6)]
+>>> grid = {"slot_s": 1.0, "origin_s": 0.0}  # the grid of When.offline (one trusted clock)
+>>> devices = [Device(Enrollment(user=i, w=2, eps=1.0, **grid)) for i in range(6)]
 >>> [d.asked(request) for d in devices]
 [True, False, True, False, True, False]
 >>> when = When.offline(request.slot)  # one process, one trusted clock
@@ -40,12 +42,12 @@ app.client.errors.ReportRefusedError: user 0 refuses slot 1 publication: its win
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
 
-from app.client.clock import DEFAULT_TOLERANCE_S, DeviceClock, When
+from app.client.clock import DeviceClock, When
 from app.client.errors import ReportRefusedError
 from app.dp.budget import SlotLedger, within
 from app.dp.errors import ParameterError
@@ -57,13 +59,21 @@ from app.dp.types import Group
 @dataclass(frozen=True)
 class Enrollment:
     """What a device got at registration: its user index, requirement and group, and the
-    stream's slot length in seconds (None: pinned by the first request it answers)."""
+    stream's slot grid: slot length ``slot_s`` and origin ``origin_s`` (the wall-clock start
+    of slot 0, in seconds since the epoch; ``0.0`` for the service's streams).
+
+    The slot grid is required, by keyword, and never learnt from a request (issue 21: a device
+    that took its slot length from the first request answered 100 full-budget requests in
+    3 s). The device's own clock places itself on this grid (:mod:`app.client.clock`).
+    """
 
     user: int
     w: int
     eps: float
     group: int = 0
-    slot_s: float | None = None
+    _: KW_ONLY
+    slot_s: float
+    origin_s: float
 
     def __post_init__(self) -> None:
         if isinstance(self.user, bool) or not isinstance(self.user, int) or self.user < 0:
@@ -71,6 +81,7 @@ class Enrollment:
         if isinstance(self.group, bool) or not isinstance(self.group, int) or self.group < 0:
             raise ParameterError(f"group must be an integer >= 0, got {self.group!r}")
         Group(self.w, self.eps)  # validates w and eps
+        DeviceClock(self.slot_s, self.origin_s)  # validates the slot grid
 
 
 @dataclass(frozen=True)
@@ -103,12 +114,12 @@ class Device:
     fresh ledger at the new level. The device keeps this rule itself, whatever the service does.
     """
 
-    def __init__(self, enrollment: Enrollment, tolerance_s: float = DEFAULT_TOLERANCE_S) -> None:
+    def __init__(self, enrollment: Enrollment, tolerance_s: float | None = None) -> None:
         self.enrollment = enrollment
         self.group = enrollment.group
         """The level index the device holds now (its enrollment's, until :meth:`change_level`)."""
         self.ledger = SlotLedger(Group(enrollment.w, enrollment.eps))
-        self.clock = DeviceClock(enrollment.slot_s, tolerance_s)
+        self.clock = DeviceClock(enrollment.slot_s, enrollment.origin_s, tolerance_s)
         self.quiet_until = 0
         """The first slot the device answers after its last change of level."""
 

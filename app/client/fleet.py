@@ -10,7 +10,8 @@ perturbing each one alone. Used by the device simulator (:mod:`app.tools.simulat
 >>> from app.dp.local import LPU
 >>> service = LPU(d=3, eps=1.0, w=2, users=8)
 >>> request = service.open_slot(np.random.default_rng(0))
->>> fleet = Fleet([Enrollment(user=i, w=2, eps=1.0) for i in range(8)])
+>>> grid = {"slot_s": 1.0, "origin_s": 0.0}  # the grid of When.offline
+>>> fleet = Fleet([Enrollment(user=i, w=2, eps=1.0, **grid) for i in range(8)])
 >>> values, when = np.zeros(8, dtype=np.int64), When.offline(request.slot)
 >>> answer = fleet.respond(request, values, np.random.default_rng(1), when)
 >>> [r.user for r in answer.reports], answer.refused
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from app.client.clock import DEFAULT_TOLERANCE_S, ClockRefusedError, When
+from app.client.clock import ClockRefusedError, When
 from app.client.device import Device, Enrollment, Report
 from app.client.errors import ReportRefusedError
 from app.dp.local.wire import CollectionRequest
@@ -49,9 +50,7 @@ class Answer:
 class Fleet:
     """Devices of one stream, indexed by their position; see the module docstring."""
 
-    def __init__(
-        self, enrollments: Sequence[Enrollment], tolerance_s: float = DEFAULT_TOLERANCE_S
-    ) -> None:
+    def __init__(self, enrollments: Sequence[Enrollment], tolerance_s: float | None = None) -> None:
         self.devices = [Device(e, tolerance_s) for e in enrollments]
 
     def respond(

@@ -10,7 +10,8 @@ the request's slot, and produces one ``reports`` record per report (key: the use
 decimal text; value: the report's fields plus ``stream``, msgpack). A device the service asks
 beyond its window refuses: nothing is sent, and the refusal is counted in :class:`Stats`; so
 does a device whose own clock disagrees with the request's wall-clock slot (``start``, ``end``;
-:mod:`app.client.clock`), counted as ``clock_refused``.
+:mod:`app.client.clock`), counted as ``clock_refused``. Every device is enrolled with the
+stream's slot grid from the streams file (:func:`enrollments`), never from a request.
 
 True values (``--values``):
 
@@ -33,7 +34,7 @@ import msgpack
 import numpy as np
 import numpy.typing as npt
 
-from app.client.clock import DEFAULT_TOLERANCE_S, When
+from app.client.clock import When
 from app.client.device import Enrollment
 from app.client.fleet import Fleet
 from app.dp.local.wire import CollectionRequest
@@ -99,7 +100,8 @@ class Stats:
 
 
 def enrollments(stream: Any, devices: int) -> list[Enrollment]:
-    """Users ``0 .. devices-1`` of a local stream, each with its level's ``(w, eps)`` and group.
+    """Users ``0 .. devices-1`` of a local stream, each with its level's ``(w, eps)`` and group,
+    enrolled on the stream's slot grid (``slot_s``, origin: the start of the service's slot 0).
 
     With ``params.users`` per level, the devices take the levels in contiguous index blocks of
     those sizes: as ``plbu`` assigns them, and, for the PLDP-IDS mechanisms, the planned mix the
@@ -113,7 +115,8 @@ def enrollments(stream: Any, devices: int) -> list[Enrollment]:
     for i in range(devices):
         g = int(np.searchsorted(edges, i, side="right"))
         level = stream.levels[min(g, len(stream.levels) - 1)]
-        out.append(Enrollment(user=i, w=level.w, eps=level.eps, group=g, slot_s=stream.slot_s))
+        out.append(Enrollment(user=i, w=level.w, eps=level.eps, group=g,
+                              slot_s=stream.slot_s, origin_s=stream.slots.start(0)))  # fmt: skip
     return out
 
 
@@ -146,13 +149,14 @@ def run_devices(
     stop: threading.Event,
     rng: np.random.Generator,
     stats: Stats | None = None,
-    tolerance_s: float = DEFAULT_TOLERANCE_S,
+    tolerance_s: float | None = None,
     preferences_topic: str | None = None,
 ) -> Stats:
     """Answer ``stream``'s requests with ``devices`` simulated devices until ``stop`` is set.
 
     ``consumer_config`` is a librdkafka configuration (``bootstrap.servers`` and security);
-    ``tolerance_s`` is how far the devices' clock may disagree with the service's. With
+    ``tolerance_s`` is how far the devices' clock may disagree with the service's (None:
+    :class:`~app.client.clock.DeviceClock`'s default, 2 s capped at a quarter slot). With
     ``preferences_topic``, the devices of a personalized stream first publish their levels
     (:func:`choose_levels`).
     """

@@ -1,4 +1,5 @@
-"""Issue 16, item 6: the device checks a request's wall-clock slot against its own clock.
+"""Issue 16, item 6 (and issue 21, item 3): the device checks a request's wall-clock slot against
+its own clock, on the slot grid it was enrolled with.
 
 A compromised aggregator sent full-budget requests for slots 7, 10 and 13 of a ``w = 3`` user
 back to back, and the device answered all three: its ledger counts the service's slot numbers,
@@ -34,7 +35,7 @@ def stated(slot: int, now: float, shift: float = 0.0) -> When:
 
 
 def device(**kw) -> Device:
-    return Device(Enrollment(user=3, w=3, eps=1.0, slot_s=SLOT_S), **kw)
+    return Device(Enrollment(user=3, w=3, eps=1.0, slot_s=SLOT_S, origin_s=0.0), **kw)
 
 
 def test_an_honest_service_is_answered_slot_after_slot():
@@ -48,9 +49,9 @@ def test_an_honest_service_is_answered_slot_after_slot():
 @pytest.mark.parametrize(
     ("how", "shift_per_slot", "match"),
     [
-        ("every request states the current slot", 0.0, "slots after slot 7 but starts 0 s"),
+        ("every request states the current slot", 0.0, "slots after slot 7 but starts 0 slots"),
         ("each states its own (future) slot", SLOT_S, "in the future"),
-        ("each states a slot long over", -SLOT_S, "ended at"),
+        ("each states a slot long over", -SLOT_S, "over by"),
     ],
 )
 def test_slots_7_10_13_back_to_back_are_refused_after_the_first(how, shift_per_slot, match):
@@ -93,13 +94,13 @@ def test_the_wire_value_gives_the_slot_and_its_length_is_checked():
         d.respond(full_request(7, d), 1, np.random.default_rng(0), short)
 
 
-def test_an_unknown_slot_length_is_pinned_by_the_first_answer():
-    d = Device(Enrollment(user=3, w=3, eps=1.0))
-    assert d.respond(full_request(7, d), 1, np.random.default_rng(0), stated(7, T0 + 1))
-    assert d.clock.slot_s == SLOT_S
-    tiny = When(T0 + SLOT_S, T0 + SLOT_S + 0.001, T0 + SLOT_S)
-    with pytest.raises(ClockRefusedError, match=r"lasts 0\.000999\d* s"):
-        d.respond(full_request(8, d), 1, np.random.default_rng(1), tiny)
+def test_a_slot_of_another_length_is_refused_whatever_came_first():
+    """Issue 21: the slot length comes from the enrollment, never from a request."""
+    d = device()
+    tiny = When(T0, T0 + 0.5, T0)
+    with pytest.raises(ClockRefusedError, match=r"lasts 0\.5 s, the stream's slots last 60 s"):
+        d.respond(full_request(7, d), 1, np.random.default_rng(0), tiny)
+    assert d.respond(full_request(7, d), 1, np.random.default_rng(1), stated(7, T0 + 1))
 
 
 def test_both_rounds_of_one_slot_are_answered_and_an_earlier_slot_is_refused():
@@ -110,8 +111,10 @@ def test_both_rounds_of_one_slot_are_answered_and_an_earlier_slot_is_refused():
     assert d.respond(ask, 0, np.random.default_rng(0), when)
     publication = CollectionRequest(**{**ask.__dict__, "round": "publication"})
     assert d.respond(publication, 0, np.random.default_rng(1), stated(8, T0 + SLOT_S + 20))
-    with pytest.raises(ClockRefusedError, match="same|another start"):
+    with pytest.raises(ClockRefusedError, match="off the stream's slot grid"):
         d.respond(publication, 0, np.random.default_rng(2), stated(8, T0 + SLOT_S + 21, 1.0))
+    with pytest.raises(ClockRefusedError, match="another start"):  # slot 9's start, near its start
+        d.respond(publication, 0, np.random.default_rng(2), stated(8, T0 + 2 * SLOT_S - 1, SLOT_S))
     with pytest.raises(ClockRefusedError, match="before slot 8"):
         now_as_7 = stated(7, T0 + SLOT_S + 22, shift=SLOT_S)  # slot 7 stated at the current time
         d.respond(full_request(7, d), 0, np.random.default_rng(3), now_as_7)
@@ -136,7 +139,7 @@ def test_the_tolerance_admits_a_clock_a_little_behind_and_no_more():
 
 
 def test_a_fleet_counts_clock_refusals_and_goes_on():
-    fleet = Fleet([Enrollment(user=i, w=3, eps=1.0, slot_s=SLOT_S) for i in range(6)])
+    fleet = Fleet([Enrollment(user=i, w=3, eps=1.0, slot_s=SLOT_S, origin_s=0.0) for i in range(6)])
     values = np.ones(6, dtype=np.int64)
     first = full_request(7, fleet.devices[0])
     answer = fleet.respond(first, values, np.random.default_rng(0), stated(7, T0 + 1))

@@ -11,9 +11,11 @@ from app.dp.errors import ParameterError
 from app.dp.local.wire import CollectionRequest, Tally
 from app.dp.oracles import make
 
+OFFLINE_GRID = {"slot_s": 1.0, "origin_s": 0.0}  # the slot grid of When.offline
+
 
 def _devices(n, w, eps):
-    return [Device(Enrollment(user=i, w=w, eps=eps)) for i in range(n)]
+    return [Device(Enrollment(user=i, w=w, eps=eps, **OFFLINE_GRID)) for i in range(n)]
 
 
 @pytest.mark.parametrize("oracle", ["grr", "oue", "olh"])
@@ -34,7 +36,7 @@ def test_reports_aggregate_into_the_service_tally(oracle):
 
 
 def test_device_refuses_a_second_report_within_its_window_even_if_asked():
-    device = Device(Enrollment(user=5, w=4, eps=1.0))
+    device = Device(Enrollment(user=5, w=4, eps=1.0, **OFFLINE_GRID))
     full = device.ledger.budget.total
     ask = CollectionRequest("lpu", 10, "publication", 2, 8, None, ("grr",), (1.0,), (full,))
     assert device.respond(ask, 1, np.random.default_rng(0), When.offline(ask.slot)) is not None
@@ -63,7 +65,7 @@ def test_budget_division_spends_exactly_eps_per_window():
 
 
 def test_device_refuses_a_budget_that_does_not_match_its_own():
-    device = Device(Enrollment(user=0, w=4, eps=1.0))
+    device = Device(Enrollment(user=0, w=4, eps=1.0, **OFFLINE_GRID))
     units = device.ledger.budget.total // 4  # eps/4 of the device's eps ...
     lying = CollectionRequest("lbu", 1, "publication", 2, 1, None, ("grr",), (0.5,), (units,))
     with pytest.raises(ReportRefusedError, match="does not match"):
@@ -74,30 +76,30 @@ def test_device_refuses_a_budget_that_does_not_match_its_own():
 def test_not_asked_sends_nothing_and_spends_nothing():
     m = registry.create("lpu", d=2, eps=1.0, w=2, users=4)
     request = m.open_slot(np.random.default_rng(0))
-    device = Device(Enrollment(user=1, w=2, eps=1.0))
+    device = Device(Enrollment(user=1, w=2, eps=1.0, **OFFLINE_GRID))
     assert device.respond(request, 0, np.random.default_rng(0), When.offline(request.slot)) is None
     assert device.ledger.window(1) == 0
 
 
 def test_ledger_state_round_trip_and_bad_values():
-    device = Device(Enrollment(user=2, w=3, eps=1.0))
+    device = Device(Enrollment(user=2, w=3, eps=1.0, **OFFLINE_GRID))
     ask = CollectionRequest("lsp", 1, "publication", 3, 1, None, ("oue",), (1.0,),
                             (device.ledger.budget.total,))  # fmt: skip
     with pytest.raises(ParameterError, match="value"):
         device.respond(ask, 3, np.random.default_rng(0), When.offline(ask.slot))
     device.respond(ask, 2, np.random.default_rng(0), When.offline(ask.slot))
-    other = Device(Enrollment(user=2, w=3, eps=1.0))
+    other = Device(Enrollment(user=2, w=3, eps=1.0, **OFFLINE_GRID))
     other.load_state(device.state_dict())
     with pytest.raises(ReportRefusedError):
         third = CollectionRequest(**{**ask.__dict__, "slot": 3})
         other.respond(third, 0, np.random.default_rng(0), When.offline(3))
     with pytest.raises(ParameterError, match="user"):
-        Device(Enrollment(user=9, w=3, eps=1.0)).load_state(device.state_dict())
+        Device(Enrollment(user=9, w=3, eps=1.0, **OFFLINE_GRID)).load_state(device.state_dict())
 
 
 def test_a_device_that_changes_level_sits_out_then_uses_its_new_level_only():
     """Kept by the device itself, whatever the service asks (PLDP-IDS levels, DESIGN.md)."""
-    device = Device(Enrollment(user=2, w=4, eps=1.0, group=0))
+    device = Device(Enrollment(user=2, w=4, eps=1.0, group=0, **OFFLINE_GRID))
     units = [device.ledger.budget.total, 0]
     device.change_level(1, 2, 2.0, slot=5)  # from slot 5 on: nothing until 5 + max(4, 2) = 9
     from app.dp.budget import GroupBudget
@@ -120,6 +122,6 @@ def test_a_device_that_changes_level_sits_out_then_uses_its_new_level_only():
     assert device.respond(ask(10, [0, 0, 255]), 1, rng, When.offline(10)) is None  # sits out
     with pytest.raises(ReportRefusedError, match="window of 2 slots already spent 2"):
         device.respond(ask(10, [0, 0, 1]), 1, rng, When.offline(10))
-    restored = Device(Enrollment(user=2, w=4, eps=1.0, group=0))
+    restored = Device(Enrollment(user=2, w=4, eps=1.0, group=0, **OFFLINE_GRID))
     restored.load_state(device.state_dict())
     assert (restored.group, restored.level, restored.quiet_until) == (1, Group(2, 2.0), 9)

@@ -10,6 +10,8 @@ from app.client.fleet import Fleet
 from app.dp.local import LPU
 from app.dp.local.wire import CollectionRequest
 
+OFFLINE_GRID = {"slot_s": 1.0, "origin_s": 0.0}  # the slot grid of When.offline
+
 
 def forged_next_slot(request: CollectionRequest, slots: int = 1) -> CollectionRequest:
     """The same cohort asked again ``slots`` later (what a buggy or malicious service does)."""
@@ -19,7 +21,8 @@ def forged_next_slot(request: CollectionRequest, slots: int = 1) -> CollectionRe
 def test_a_device_asked_twice_within_its_window_refuses():
     service = LPU(d=3, eps=1.0, w=3, users=10)
     request = service.open_slot(np.random.default_rng(0))
-    device = Device(Enrollment(user=next(u for u in range(10) if request.asks(u)), w=3, eps=1.0))
+    user = next(u for u in range(10) if request.asks(u))
+    device = Device(Enrollment(user=user, w=3, eps=1.0, **OFFLINE_GRID))
     assert (
         device.respond(request, 1, np.random.default_rng(1), When.offline(request.slot)) is not None
     )
@@ -35,7 +38,7 @@ def test_a_device_asked_twice_within_its_window_refuses():
 def test_a_fleet_refuses_per_device_and_sends_nothing_for_refusals():
     service = LPU(d=2, eps=1.0, w=2, users=1000)
     request = service.open_slot(np.random.default_rng(0))
-    fleet = Fleet([Enrollment(user=i, w=2, eps=1.0) for i in range(1000)])
+    fleet = Fleet([Enrollment(user=i, w=2, eps=1.0, **OFFLINE_GRID) for i in range(1000)])
     values = np.ones(1000, dtype=np.int64)
     first = fleet.respond(request, values, np.random.default_rng(1), When.offline(request.slot))
     asked = [u for u in range(1000) if request.asks(u)]

@@ -15,6 +15,8 @@ from app.dp.local.checks import drive
 from app.dp.local.wire import Tally
 from app.dp.types import Group
 
+OFFLINE_GRID = {"slot_s": 1.0, "origin_s": 0.0}  # the slot grid of When.offline
+
 LEVELS = [Group(4, 1.0), Group(9, 0.5), Group(2, 2.0)]
 USERS = [50, 30, 40]
 
@@ -67,7 +69,9 @@ def test_for_stream_takes_the_levels():
 def enrollments(m):
     out, user = [], 0
     for k, (g, n) in enumerate(zip(m.groups, m.group_users, strict=True)):
-        out += [Enrollment(user=user + i, w=g.w, eps=g.eps, group=k) for i in range(n)]
+        out += [
+            Enrollment(user=user + i, w=g.w, eps=g.eps, group=k, **OFFLINE_GRID) for i in range(n)
+        ]
         user += n
     return out
 
@@ -112,7 +116,7 @@ def test_device_refuses_the_paper_split_third_report():
     )
     request = m.open_slot(np.random.default_rng(0))
     user = next(u for u in range(10_000, 10_269) if request.asks(u))
-    device = Device(Enrollment(user=user, w=125, eps=1.0, group=1))
+    device = Device(Enrollment(user=user, w=125, eps=1.0, group=1, **OFFLINE_GRID))
     for slot in (1, 63):
         asked = request.__class__(**{**request.__dict__, "slot": slot})
         device.respond(asked, 0, np.random.default_rng(slot), When.offline(slot))
