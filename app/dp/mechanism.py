@@ -61,6 +61,11 @@ class Mechanism(ABC):
         ending at the last slot (what the service's budget gauges and audit records show)."""
         raise NotImplementedError(f"{self.name} does not report its window spending")
 
+    def weaker_guarantee(self) -> str | None:
+        """Why this configuration is *not* w-event private at its groups' ``(w, eps)`` (a
+        papers' setting kept for reproducing them), or None when it is (the default)."""
+        return None
+
     def fingerprint(self) -> str:
         """A short hash of the parameters; equal parameters give equal fingerprints."""
         text = json.dumps(self.params(), sort_keys=True, default=repr)

@@ -18,7 +18,8 @@ window of ``W`` slots may straddle two periods and then pays for both (spec seed
   window above ``eps``, which proves w-event ``eps``-DP for every sliding window.
 * ``strict=False`` (the paper) runs every period at ``eps_P = eps`` and records it at the
   period's last slot. The ledger then proves ``eps`` per *aligned* period only; a straddling
-  window loses up to ``2 eps``.
+  window loses up to ``2 eps``: **not w-event private** (kept to reproduce the papers; the
+  service refuses it unless a stream accepts a weaker guarantee).
 
 Both records happen before any noise of the period is drawn (the first one ``W - 1`` slots
 earlier). Personalized groups run at the strictest requirement ``(max w, min eps)``, which
@@ -31,6 +32,31 @@ Sensitivity
 count streams (1 add/remove, 2 replace, ``l`` for up to ``l`` values), and ``alpha *
 sensitivity`` for sum streams in the (w, alpha) model (spec §1.3), whose inputs are
 non-negative reals clipped to ``alpha`` per user and slot by the service.
+
+Noise
+-----
+``noise="geometric"`` (the default, :data:`app.dp.noise.SAFE_NOISE`) is DP as implemented;
+``"laplace"`` is numpy's floating-point Laplace, for reproducing the papers only. Per noised
+quantity, ``geometric`` means (:mod:`app.dp.noise`):
+
+==============================================  ========  =========
+quantity                                        counts    sums
+==============================================  ========  =========
+OptStream's perturbed samples (``k`` rows)      integers  grid
+OptStream's feature answers (partition sums)    integers  grid
+PeGaSus' Perturber (one slot's histogram)       integers  grid
+DFT's retained real and imaginary parts         grid      grid
+SVT threshold and scores (L1 sampler, Grouper)  grid      grid
+==============================================  ========  =========
+
+*integers*: the quantity is a sum of counts, exact in floating point, and its sensitivity
+(``k Delta``, ``w Delta``, ``Delta``) is an integer: two-sided geometric noise with ``units =
+sensitivity`` (:func:`~app.dp.noise.add_noise` with ``exact=True``). *grid*: the quantity is
+real, so it is floored onto a power-of-two grid and gets two-sided geometric noise in grid
+steps, the sensitivity rounded up to the grid plus two steps per value for the flooring and
+the floating-point error of computing it (:func:`~app.dp.noise.grid_units`). Either way every
+output is an integer times a public step, and the ratio of its probabilities under neighbours
+is bounded by the integer sensitivity alone.
 """
 
 from __future__ import annotations
@@ -44,9 +70,8 @@ import numpy.typing as npt
 from app.dp.budget import WindowLedger
 from app.dp.errors import ParameterError
 from app.dp.mechanism import Mechanism
+from app.dp.noise import NOISE_KINDS, SAFE_NOISE, NoiseKind
 from app.dp.types import FloatArray, Group, Release, WindowSpend
-
-NOISE_KINDS = ("laplace",)
 
 
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
@@ -86,7 +111,7 @@ class PeriodMechanism(Mechanism):
         self,
         d: int,
         groups: Sequence[Group],
-        noise: str = "laplace",
+        noise: str = SAFE_NOISE,
         sensitivity: int = 1,
         alpha: float | None = None,
         strict: bool = True,
@@ -98,7 +123,7 @@ class PeriodMechanism(Mechanism):
             raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
         self.d = int(d)
         self.groups = groups
-        self.noise = check_choice("noise", noise, NOISE_KINDS)
+        self.noise: NoiseKind = check_choice("noise", noise, NOISE_KINDS)
         self.sensitivity: int = check_number("sensitivity", sensitivity, 1, integer=True)
         self.alpha: float | None = None if alpha is None else check_number("alpha", alpha, 0.0)
         if self.alpha == 0.0:
@@ -113,6 +138,17 @@ class PeriodMechanism(Mechanism):
     def period(self) -> int:
         """``W``: slots per period (1 for per-slot mechanisms)."""
         return 1 if self.per_slot else self.budget_group.w
+
+    @property
+    def exact(self) -> bool:
+        """Whether the slot values are counts, so sums of them with an integer sensitivity take
+        exact integer noise (see Noise in the module docstring); sums take the grid."""
+        return self.alpha is None
+
+    def weaker_guarantee(self) -> str | None:
+        if not self.strict and self.period > 1:
+            return "strict=False: a sliding window straddling two periods loses up to 2 eps"
+        return None
 
     @property
     def delta(self) -> float:

@@ -8,12 +8,14 @@ from typing import Any
 
 import numpy as np
 
+from app.dp.noise import NoiseKind, add_noise
 from app.dp.period.base import PeriodMechanism, check_number
 from app.dp.types import FloatArray, Group
 
 
 def dft_scale(keep: int, d: int, w: int, delta: float, eps: float) -> float:
-    """Laplace scale for the real and imaginary parts of ``keep`` retained coefficients.
+    """Laplace scale for the real and imaginary parts of ``keep`` retained coefficients: their
+    L1 sensitivity ``sqrt(keep d w) delta`` over ``eps``.
 
     With ``norm="ortho"``, the full spectrum of a column has the L2 norm of the column, and
     every retained coefficient but the mean (and Nyquist) appears twice in it. A w-neighbour
@@ -28,26 +30,44 @@ def dft_scale(keep: int, d: int, w: int, delta: float, eps: float) -> float:
 
 
 def dft_release(
-    x: FloatArray, k: int, eps: float, delta: float, rng: np.random.Generator
+    x: FloatArray,
+    k: int,
+    eps: float,
+    delta: float,
+    rng: np.random.Generator,
+    *,
+    noise: NoiseKind,
 ) -> FloatArray:
-    """Keep coefficients ``0..k-1`` of ``rfft(x, norm="ortho")`` per column, add ``Lap(b)`` to
+    """Keep coefficients ``0..k-1`` of ``rfft(x, norm="ortho")`` per column, add noise to
     their real and imaginary parts (real only for the mean and Nyquist), zero the rest,
     invert, truncate at 0 (spec §2.11 B2 resolution).
 
+    The noise has the joint L1 sensitivity of the ``2 keep d`` retained parts,
+    ``sqrt(keep d w) delta`` (:func:`dft_scale`): ``Lap(b)`` per part for ``laplace``; for
+    ``geometric``, the parts are real numbers, so they are floored onto a grid and get discrete
+    Laplace noise in its steps (:func:`app.dp.noise.add_noise`; the grid's slack counts all
+    ``2 keep d`` parts, the zeroed imaginary ones included).
+
     >>> x = np.array([[1.0], [2.0], [3.0], [2.0]])
-    >>> dft_release(x, 3, 1e12, 1.0, np.random.default_rng(0)).round(6).ravel().tolist()
+    >>> dft_release(x, 3, 1e12, 1.0, np.random.default_rng(0), noise="laplace"
+    ...             ).round(6).ravel().tolist()
     [1.0, 2.0, 3.0, 2.0]
     """
     w, d = x.shape
     spectrum = np.fft.rfft(x, axis=0, norm="ortho")
     keep = min(k, spectrum.shape[0])
-    scale = dft_scale(keep, d, w, delta, eps)
     real_only = [0] + ([keep - 1] if w % 2 == 0 and keep == spectrum.shape[0] else [])
-    real = rng.laplace(0.0, scale, (keep, d))
-    imag = rng.laplace(0.0, scale, (keep, d))
+    if noise == "laplace":  # the papers' draws, in their order
+        scale = dft_scale(keep, d, w, delta, eps)
+        real = spectrum[:keep].real + rng.laplace(0.0, scale, (keep, d))
+        imag = spectrum[:keep].imag + rng.laplace(0.0, scale, (keep, d))
+    else:
+        parts = np.stack([spectrum[:keep].real, spectrum[:keep].imag])
+        sensitivity = dft_scale(keep, d, w, delta, 1.0)
+        real, imag = add_noise(noise, rng, parts, eps, sensitivity)
     imag[real_only] = 0.0  # the mean and the Nyquist coefficient are real
     noisy = np.zeros_like(spectrum)
-    noisy[:keep] = spectrum[:keep] + real + 1j * imag
+    noisy[:keep] = real + 1j * imag
     noisy.imag[real_only] = 0.0
     return np.maximum(np.fft.irfft(noisy, n=w, axis=0, norm="ortho"), 0.0)
 
@@ -133,4 +153,4 @@ class DFT(PeriodMechanism):
         )
 
     def _release(self, x: FloatArray, eps: float, rng: np.random.Generator) -> FloatArray:
-        return dft_release(x, self.k, eps, self.delta, rng)
+        return dft_release(x, self.k, eps, self.delta, rng, noise=self.noise)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from app.dp.errors import ParameterError
+from app.dp.noise import SAFE_NOISE
 from app.dp.period.base import PeriodMechanism, check_choice, check_flag, check_number
 from app.dp.period.perturb import perturb
 from app.dp.period.postprocess import (
@@ -50,8 +51,11 @@ class OptStream(PeriodMechanism):
     ----------
     d, groups, noise, sensitivity, alpha, strict
         As in :class:`~app.dp.period.base.PeriodMechanism`: domain size, requirement groups
-        (the period and budget are ``(max w, min eps)``), ``"laplace"``, the neighbouring
-        relation's multiplier, the sum-stream bound (None for counts), strict sliding windows.
+        (the period and budget are ``(max w, min eps)``), the noise (``"geometric"``, DP as
+        implemented; ``"laplace"`` for the papers, see :mod:`app.dp.period.base`), the neighbouring
+        relation's multiplier, the sum-stream bound (None for counts), strict sliding windows
+        (``strict=False`` is the paper's setting and **not w-event private**; see
+        :mod:`app.dp.period.base`).
     k
         Samples per period (``min(k, w)`` are taken; ``k >= w`` measures every slot).
     theta
@@ -63,7 +67,9 @@ class OptStream(PeriodMechanism):
     features
         Cut points of the features F2..Fp; None: the paper's F2, F3 scaled to the period.
     feature_sensitivity
-        ``"rigorous"`` (``w delta``, default) or ``"paper"`` (``delta``, spec §2.8).
+        ``"rigorous"`` (``w delta``, default) or ``"paper"`` (``delta``, spec §2.8; **not
+        w-event private**: a w-neighbour moves a partition sum by up to ``w delta``; kept to
+        reproduce the paper, refused by the service unless a stream accepts it).
     es_split
         ES budget: ``"halves"`` (``eps_p = eps_o``, default) or ``"thirds"`` (``eps_s`` wasted).
 
@@ -95,7 +101,9 @@ class OptStream(PeriodMechanism):
       over categories (same ``Delta_L``, see :func:`~app.dp.period.sampling.l1_sample`); the
       perturbation and features cover all categories with the same scales (one slot moves by
       ``delta`` in L1), and the program separates per category.
-    * Laplace noise only: the outputs are real-valued projections anyway.
+    * ``geometric`` noise by default (discrete Laplace on the integers for the samples and
+      features of counts, on a grid otherwise; :mod:`app.dp.period.base`); the paper's
+      Laplace with ``noise="laplace"``.
 
     Examples
     --------
@@ -122,7 +130,7 @@ class OptStream(PeriodMechanism):
         self,
         d: int,
         groups: Sequence[Group],
-        noise: str = "laplace",
+        noise: str = SAFE_NOISE,
         sensitivity: int = 1,
         alpha: float | None = None,
         strict: bool = True,
@@ -180,6 +188,12 @@ class OptStream(PeriodMechanism):
             f"; shares sample/perturb/features {s:g}/{p:g}/{o:g}"
         )
 
+    def weaker_guarantee(self) -> str | None:
+        reasons = [super().weaker_guarantee()]
+        if self.postprocess and self.feature_sensitivity == "paper" and self.period > 1:
+            reasons.append("feature_sensitivity=paper: features calibrated to Delta, not w Delta")
+        return "; ".join(r for r in reasons if r) or None
+
     def effective_sampling(self) -> str:
         """The sampler actually run: ``"none"`` when ``k`` covers the period."""
         return "none" if self.k >= self.period else self.sampling
@@ -202,17 +216,20 @@ class OptStream(PeriodMechanism):
         eps_s, eps_p, eps_o = self.split(eps)  # l.5
         sampling = self.effective_sampling()
         if sampling == "ls":  # l.6
-            samples = l1_sample(x, self.k, eps_s, self.theta, self.delta, rng)
+            samples = l1_sample(x, self.k, eps_s, self.theta, self.delta, rng, noise=self.noise)
         elif sampling == "es":
             samples = equally_spaced(w, self.k)
         else:
             samples = np.arange(w, dtype=np.int64)
-        noisy = perturb(x, samples, eps_p, self.delta, rng)  # l.7
+        # l.7
+        noisy = perturb(x, samples, eps_p, self.delta, rng, noise=self.noise, exact=self.exact)
         rec = reconstruct(noisy, samples, w)  # l.8
         answers: list[FloatArray] = []
         if self.postprocess:  # Alg. 4 l.2
             sens = self.delta * (w if self.feature_sensitivity == "rigorous" else 1)
-            answers = feature_answers(x, self.active_features, eps_o, sens, rng)
+            answers = feature_answers(
+                x, self.active_features, eps_o, sens, rng, noise=self.noise, exact=self.exact
+            )
         return rec, answers
 
     def _release(self, x: FloatArray, eps: float, rng: np.random.Generator) -> FloatArray:

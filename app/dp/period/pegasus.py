@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from app.dp.noise import ScalarNoise, add_noise
 from app.dp.period.base import PeriodMechanism
 from app.dp.types import FloatArray, Group
 
@@ -52,10 +53,14 @@ class PeGaSus(PeriodMechanism):
     Privacy
     -------
     One slot whose histogram moves by ``delta`` in L1 costs ``eps'``: the Perturber adds
-    ``Lap(delta / eps_p)`` per cell; the Grouper is an SVT on the deviation (sensitivity
-    ``2 delta``) with ``Lap(4 delta / eps_g)`` on the threshold and ``Lap(8 delta / eps_g)``
-    on each query, ``eps_g``-DP for one slot's change (PeGaSus, Thm 4.1); the Smoother is
-    post-processing. A w-neighbour changes at most ``w`` slots, so by group privacy every
+    noise of L1 sensitivity ``delta`` at ``eps_p`` (``Lap(delta / eps_p)`` per cell); the
+    Grouper is an SVT on the deviation (sensitivity ``2 delta``) with ``Lap(4 delta / eps_g)``
+    on the threshold and ``Lap(8 delta / eps_g)`` on each query, ``eps_g``-DP for one slot's
+    change (PeGaSus, Thm 4.1); the Smoother is post-processing. With ``geometric`` noise the
+    Perturber's noise is discrete Laplace on the integers for counts and on a grid for sums,
+    and the Grouper's threshold and deviation are floored onto one grid with discrete Laplace
+    noise in its steps (:class:`~app.dp.noise.ScalarNoise`), as listed in
+    :mod:`app.dp.period.base`. A w-neighbour changes at most ``w`` slots, so by group privacy every
     window of ``w`` slots costs ``w eps' = eps``. The ledger records ``eps / w`` per slot.
 
     Deviations
@@ -119,13 +124,14 @@ class PeGaSus(PeriodMechanism):
         eps_p, eps_g = PERTURB_SHARE * eps, (1.0 - PERTURB_SHARE) * eps
         delta = self.delta
         row = x[0]
-        noisy = row + rng.laplace(0.0, delta / eps_p, row.shape)  # Perturber
+        noisy = add_noise(self.noise, rng, row, eps_p, delta, exact=self.exact)  # Perturber
+        svt = ScalarNoise(self.noise, 2.0 * delta)  # the deviation's sensitivity
         if not self.group_true or self.closed or len(self.group_true) >= self.budget_group.w:
-            self._new_group(row, noisy, 5.0 * delta / eps_g + rng.laplace(0.0, 4 * delta / eps_g))
+            self._new_group(row, noisy, svt.add(rng, 5.0 * delta / eps_g, eps_g, 2))
         else:  # Grouper: does the slot keep the group's deviation under the threshold?
             grown = np.vstack([self.group_true, row])
             dev = float(np.abs(grown - grown.mean(axis=0)).sum())
-            if dev + rng.laplace(0.0, 8.0 * delta / eps_g) < self.threshold:
+            if svt.add(rng, dev, eps_g, 4) < self.threshold:
                 self.group_true.append([float(v) for v in row])
                 self.group_noisy.append([float(v) for v in noisy])
             else:

@@ -15,6 +15,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from app.dp.errors import ParameterError
+from app.dp.noise import NoiseKind, add_noise
 from app.dp.types import FloatArray
 
 Feature = tuple[int, ...]
@@ -69,19 +70,24 @@ def feature_answers(
     eps: float,
     sensitivity: float,
     rng: np.random.Generator,
+    *,
+    noise: NoiseKind,
+    exact: bool = False,
 ) -> list[FloatArray]:
-    """Alg. 4 l.2: ``Q_F(x) + Lap(sensitivity (p - 1) / eps)`` for every non-singleton feature.
+    """Alg. 4 l.2: ``Q_F(x)`` plus noise of L1 sensitivity ``sensitivity`` at ``eps / (p - 1)``
+    (``Lap(sensitivity (p - 1) / eps)`` for ``laplace``) for every non-singleton feature.
 
     ``x`` is ``(w, d)``; each answer is ``(m_F, d)``. Each of the ``p - 1`` features gets
     ``eps / (p - 1)`` (spec §2.13 item 3: ``eps_o``, not ``eps``). ``sensitivity`` is the L1
-    sensitivity of one partition query: ``w Delta`` (rigorous) or ``Delta`` (the paper).
+    sensitivity of one partition query: ``w Delta`` (rigorous) or ``Delta`` (the paper, not
+    w-event private). ``geometric`` noise: a partition's sums of counts are integers (``exact``,
+    discrete Laplace on the integers); of sums, reals (discrete Laplace on a grid).
     """
-    scale = sensitivity * len(features) / eps
     w = x.shape[0]
     out = []
     for cuts in features:
-        exact = incidence(w, cuts) @ x
-        out.append(exact + rng.laplace(0.0, scale, exact.shape))
+        answer = incidence(w, cuts) @ x
+        out.append(add_noise(noise, rng, answer, eps / len(features), sensitivity, exact=exact))
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.dp.noise import NoiseKind, ScalarNoise
 from app.dp.types import FloatArray, IntArray
 
 
@@ -43,7 +44,14 @@ def l1_sensitivity(delta: float, w: int, k: int) -> float:
 
 
 def l1_sample(
-    x: FloatArray, k: int, eps: float, theta: float, delta: float, rng: np.random.Generator
+    x: FloatArray,
+    k: int,
+    eps: float,
+    theta: float,
+    delta: float,
+    rng: np.random.Generator,
+    *,
+    noise: NoiseKind,
 ) -> IntArray:
     """SAMPLE_L1 (Alg. 3, spec §2.5 with the "reserve the last slot" resolution).
 
@@ -57,21 +65,23 @@ def l1_sample(
     positive. Summing the scores over columns keeps ``Delta_L``: at every interior slot the
     line moves by a convex combination of its endpoints' changes, so a slot's term moves by at
     most ``2 Delta`` in total over the columns when one slot's histogram moves by ``Delta``
-    in L1.
+    in L1. With ``geometric`` noise the threshold and the scores are floored onto one grid and
+    the noises are discrete Laplace in its steps (:class:`~app.dp.noise.ScalarNoise`): the
+    same argument on the integers.
     """
     w = x.shape[0]
     if k >= w:
         return np.arange(w, dtype=np.int64)
-    sens = l1_sensitivity(delta, w, k)
-    rho = rng.laplace(0.0, 2.0 * sens / eps)  # Alg. 1 l.1: drawn once
+    svt = ScalarNoise(noise, l1_sensitivity(delta, w, k))
+    threshold = svt.add(rng, theta, eps, 2)  # Alg. 1 l.1: rho drawn once, Lap(2 Delta_L / eps)
     chosen = [0]  # Alg. 3 l.1
     last = 0
     target = k - 1  # the last slot is reserved (spec §2.5 resolution)
     for i in range(1, w - 1):  # Alg. 3 l.3
         if len(chosen) >= target:  # l.10
             break
-        mu = rng.laplace(0.0, 4.0 * k * sens / eps)  # l.4
-        if segment_l1(x, last, i) + mu >= theta + rho:  # l.5
+        # l.4-5: mu ~ Lap(4 k Delta_L / eps) on the score
+        if svt.add(rng, segment_l1(x, last, i), eps, 4 * k) >= threshold:
             chosen.append(i)  # l.6
             last = i  # l.7
         if (w - 2) - i <= target - len(chosen):  # l.8: too few slots left, take them all

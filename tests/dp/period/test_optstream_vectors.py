@@ -79,7 +79,7 @@ def test_l1_sampler_structure_spec_3_2():
     x = smooth_day(1).astype(float)
     for seed in range(20):
         rng = RecordingRNG(seed)
-        s = l1_sample(x, 10, 1 / 3, 1000.0, 1.0, rng)
+        s = l1_sample(x, 10, 1 / 3, 1000.0, 1.0, rng, noise="laplace")
         sens = l1_sensitivity(1.0, 48, 10)
         assert sens == 2 * 38
         assert rng.draws[0] == (pytest.approx(2 * sens * 3), 1)
@@ -89,7 +89,9 @@ def test_l1_sampler_structure_spec_3_2():
 
 def test_budget_audit_per_period_spec_3_1():
     """Every draw of a period, as (sensitivity / scale), adds up to eps_P (Lemma 1)."""
-    m = OptStream(d=2, groups=[DAY], strict=False, feature_sensitivity="rigorous")
+    m = OptStream(
+        d=2, groups=[DAY], strict=False, feature_sensitivity="rigorous", noise="laplace"
+    )
     rng = RecordingRNG(3)
     x = smooth_day(1, d=2).astype(float)
     m.noisy_inputs(x, 1.0, rng)
@@ -202,7 +204,9 @@ def test_alpha_scales_every_noise_draw():
     x = smooth_day(2) * 100
     outs = {}
     for alpha in (None, 10.0):
-        m = OptStream(d=1, groups=[DAY], sampling="none", postprocess=False, alpha=alpha)
+        m = OptStream(
+            d=1, groups=[DAY], sampling="none", postprocess=False, alpha=alpha, noise="laplace"
+        )
         rng = np.random.default_rng(6)
         data = x if alpha is None else x.astype(float)
         outs[alpha] = np.array([r.histogram for c in data for r in m.step([c], rng)])
