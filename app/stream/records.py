@@ -26,7 +26,9 @@ from typing import Any
 
 import msgpack
 
+from app.dp import registry
 from app.dp.types import Release, WindowSpend
+from app.dp.wn import wn_neighbours
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 
@@ -233,6 +235,15 @@ def _exact(x: Fraction) -> str:
     return f"{x.numerator}/{x.denominator}"
 
 
+def _graph_relation(stream: StreamConfig) -> dict[str, Any]:
+    """A (w,n) stream's audit fields: its relation (``neighbours``, overriding the base one:
+    :data:`~app.dp.wn.base.WN_RELATION`) and the spatial window ``spatial_n``; none otherwise."""
+    if stream.local or stream.mechanism not in registry.names("graph"):
+        return {}
+    n = stream.graph.n if stream.graph is not None else 1  # rescuedp: place level, no graph
+    return {"neighbours": wn_neighbours(stream.neighbours), "spatial_n": n}
+
+
 def encode_release(
     stream: StreamConfig,
     slot: int,
@@ -276,10 +287,12 @@ def encode_release(
         "mechanism": rel.mechanism,
         "describe": describe,
         "neighbours": "replace" if stream.local else stream.neighbours,
+        **_graph_relation(stream),
         "status": rel.status,
         "fresh": bool(rel.fresh),
         "released_at": float(released_at),
         "delayed": bool(delayed),
+        "weaker_guarantee": stream.weaker_guarantee,
         "spent_by_group": spent,
         "spent_dc_by_group": dict(zip(names, map(float, rel.spent_dc), strict=True)),
         "spent_pub_by_group": dict(zip(names, map(float, rel.spent_pub), strict=True)),

@@ -10,10 +10,12 @@ import pytest
 from app.dp.graph import Graph
 from app.dp.registry import create
 from app.dp.types import Group
+from app.dp.wn import WN_RELATION
 from app.dp.wn.checks import hop_balls
 from app.stream.config import load_streams
 from app.stream.errors import ConfigError
 from app.stream.ledger_view import render, to_json
+from app.stream.records import encode_release, unpack
 from app.stream.release import LedgerEntry
 
 LEVELS = "[{name: std, w: 4, eps: 1.0}]"
@@ -121,3 +123,33 @@ def test_ledger_show_reports_the_most_loaded_window(tmp_path):
     view = to_json(s, entry)["wn_window"]
     assert view["centre"] == "abcdef"[centre] and view["n"] == 2
     assert view["spent"] == pytest.approx(per_window.max(), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "graph", "neighbours", "n"),
+    [
+        ("stbd", "{grid: 2 x 3, n: 2}", "replace", 2),
+        ("str", "{grid: 2 x 3, n: 3}", "add-remove", 3),
+        ("rescuedp", None, "replace", 1),  # place level: the spatial window is one page
+    ],
+)
+def test_issue_21_a_graph_streams_audit_record_names_the_wn_relation(
+    tmp_path, mechanism, graph, neighbours, n
+):
+    """Issue 21 item 6: the audit record says a graph stream protects one (w,n) window."""
+    s = load(tmp_path, mechanism=mechanism, graph=graph, extra=f"    neighbours: {neighbours}\n")
+    m = s.build_mechanism()
+    rel = m.step(np.ones((1, 6), dtype=np.int64), np.random.default_rng(0))
+    _, audit, _ = encode_release(s, 1, rel, m.describe(), m.window_report(), [])
+    au = unpack(audit)
+    assert au["neighbours"] == f"{neighbours} {WN_RELATION}" == f"{neighbours} (w,n)"
+    assert au["spatial_n"] == n and au["w_by_group"] == {"std": 4}
+
+
+def test_a_central_streams_audit_record_keeps_its_relation(tmp_path):
+    s = load(tmp_path, mechanism="ba", graph=None, extra="    neighbours: add-remove\n")
+    m = s.build_mechanism()
+    rel = m.step(np.ones((1, 6), dtype=np.int64), np.random.default_rng(0), population=[10])
+    _, audit, _ = encode_release(s, 1, rel, m.describe(), m.window_report(), [])
+    au = unpack(audit)
+    assert au["neighbours"] == "add-remove" and "spatial_n" not in au

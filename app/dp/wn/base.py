@@ -32,6 +32,30 @@ from app.dp.wn.ledger import GraphLedger, Units
 
 BoolArray = npt.NDArray[np.bool_]
 
+WN_RELATION = "(w,n)"
+"""The neighbouring relation every (w,n) mechanism protects (Liu et al. 2021, Definition 6;
+spec ``seed-003`` §1.4). Two streams are (w,n)-neighbours when they differ only in one user's
+values (at most ``l = max_values`` per slot), only in ``w`` consecutive slots, and only on pages
+inside one spatial window ``W_n(c)``: the pages within ``n - 1`` hops of one centre page ``c`` of
+the public graph (``n = 1``, RescueDP: one page). With ``add-remove`` the user's values are
+added or removed (sensitivity ``l``); with ``replace`` they are changed, every page changed
+(old or new) inside that window (sensitivity ``2 l``). Theorem 5 bounds the loss of such a pair
+by ``eps``: per slot, per-page noise costs at most the largest page budget in the window, and
+the ledger keeps the sum of those maxima over any ``w`` slots within ``eps``. Changes spread
+over ``k`` spatial windows cost up to ``k eps``: a user whose pages in ``w`` slots fit in no
+single window is protected per window, not as a whole. A graph stream's audit record writes
+this name after the base relation (``"replace (w,n)"``, :func:`wn_neighbours`), with its ``n``."""
+
+
+def wn_neighbours(base: str) -> str:
+    """The relation a graph stream's audit record names: ``base`` (``replace`` or
+    ``add-remove``) restricted to one (w,n) window (:data:`WN_RELATION`).
+
+    >>> wn_neighbours("replace")
+    'replace (w,n)'
+    """
+    return f"{base} {WN_RELATION}"
+
 
 @dataclass(frozen=True)
 class GraphRelease(Release):
@@ -256,4 +280,12 @@ def graph_params(
     return graph, plain
 
 
-__all__ = ["Edges", "GraphMechanism", "GraphRelease", "Spending", "graph_params"]
+__all__ = [
+    "WN_RELATION",
+    "Edges",
+    "GraphMechanism",
+    "GraphRelease",
+    "Spending",
+    "graph_params",
+    "wn_neighbours",
+]

@@ -46,8 +46,11 @@ class RescueDP(STR):
 
     Privacy
     -------
-    Neighbours: a user's up to ``l`` values per slot added or removed, at ``sensitivity=l``; the
-    service passes ``2 l`` for ``neighbours: replace`` (a change of those values).
+    Neighbours: :data:`~app.dp.wn.base.WN_RELATION` at ``n = 1``: the spatial window is one
+    page, so the guarantee covers one user's values on one page (whether they land there), in
+    ``w`` consecutive slots, added or removed at ``sensitivity=l`` (the service passes ``2 l``
+    for ``neighbours: replace``). A value moved from one page to another changes two windows;
+    a user's values on ``k`` pages cost up to ``k eps``.
     w-event ``eps``-DP for every page separately, with ``eps = min eps_g``, ``w = max w_g``: a
     sampled page spends at most ``p_max`` times what its own window has left, so every page's
     window stays strictly below ``eps`` (the ledger checks it before any draw). This is the

@@ -75,8 +75,12 @@ class STR(GraphMechanism):
 
     Privacy
     -------
-    Neighbours: a user's up to ``l`` values per slot added or removed, at ``sensitivity=l``; the
-    service passes ``2 l`` for ``neighbours: replace`` (a change of those values).
+    Neighbours: :data:`~app.dp.wn.base.WN_RELATION`, at ``n`` = the ``n`` parameter: one user's
+    up to ``l`` values per slot, in ``w`` consecutive slots, changed only on pages within
+    ``n - 1`` hops of one centre page, added or removed at ``sensitivity=l`` (the service passes
+    ``2 l`` for ``neighbours: replace``: the values changed, old and new pages in that window).
+    A user whose pages in ``w`` slots fit in no single such window is protected per window:
+    ``k`` windows cost up to ``k eps``.
     (w,n)-DP with ``eps = min eps_g`` over ``w = max w_g`` (Theorem 7). Only the perturbation
     reads data: a sampled page spends ``min(p eta^m, eps_max)`` with ``p <= p_max < 1``, where
     ``eta^m`` is the least remaining budget ``eps - sum phi`` over the windows containing ``m``;
