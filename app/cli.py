@@ -18,6 +18,7 @@ VERB_MODULES = (
     "app.conformance",
     "app.tools.cli",
     "app.audit.cli",
+    "app.verify.cli",
 )
 """Registration order matters: :mod:`app.tools.cli` adds ``bench throughput`` to ``bench``."""
 

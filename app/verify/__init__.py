@@ -1,0 +1,21 @@
+"""``dpstream verify``: a per-user accountant over the topics (DESIGN invariant 6).
+
+It reads what a deployment wrote and recomputes, independently of the worker's classes, where
+every value had to count and what every user spent, then judges:
+
+- :mod:`app.verify.read`: a snapshot of the topics (outputs before inputs, each to its end);
+- :mod:`app.verify.rules`: the slot and level rules, restated on their own;
+- :mod:`app.verify.account`: the central accountant (values, groups, partials, releases, users);
+- :mod:`app.verify.local`: the local accountant (every device's answers against its window);
+- :mod:`app.verify.windows`: per-user window spend and two-groups checks, vectorized;
+- :mod:`app.verify.verdict`: what it finds; :mod:`app.verify.report`: text and JSON;
+- :mod:`app.verify.run`: read + judge as one call; :mod:`app.verify.cli`: the verb.
+
+Data flows read -> account (or local) -> verdict -> report.
+"""
+
+from __future__ import annotations
+
+__all__ = ["judge", "verify"]
+
+from app.verify.run import judge, verify

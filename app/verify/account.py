@@ -1,0 +1,432 @@
+"""The central accountant: recompute, user by user, where each value had to count, and judge.
+
+Pure: it works on a :class:`~app.verify.read.Snapshot` (decoded here with the public wire
+codecs of :mod:`app.stream.records`) and a stream's configuration, so ``tests/verify`` plants
+defects on hand-built topic contents without a broker. The rules come from
+:mod:`app.verify.rules`, never from the worker's classes.
+
+Steps (:func:`account_central`):
+
+1. **Releases**: every ``(stream, slot)`` of ``releases`` holds one value, byte-identical
+   duplicates allowed (else ``release_differs``); no slot is missing between the first and the
+   last released one (``release_missing``).
+2. **Level histories**: each user's history is the *last* ``levels`` record of the user; every
+   level change the user asked for on ``preferences`` (in offset order; a tombstone or a bad
+   value asks for the default level; asking for the level one already has changes nothing)
+   appears in it in order, effective at or after the preference record's Kafka timestamp
+   (``level_backdated`` otherwise). A request absent from the history is ``level_missing`` once
+   a partial of the user's partition was sent :data:`LEVEL_LAG_S` slots-and-seconds after it
+   (before that, the worker may not have read it yet).
+3. **Values**: an ``events`` record counts if it decodes for the stream, its key is its user and
+   it sits in the partition the key hashes to (Kafka's default partitioner). A user's first value
+   in a slot counts (for ``max_values: l``, its first ``l`` distinct values; a sum stream counts
+   the first amount per value, clipped to ``alpha``), in the group its history gives for the slot,
+   or nowhere inside a change gap (reason ``level_change``).
+4. **Partials**: the *first* ``partials`` record per ``(slot, partition)`` is what the release
+   agent merged (later ones are replays it ignores). A cell ``(group, value)`` above the
+   expected count is a violation: ``no_gap`` when a user inside its change gap could explain it,
+   ``wrong_group`` when a user of another group could, ``overcount`` when nobody could. Below
+   the expected count, values did not reach a release, by reason: ``unclosed`` (no partial yet),
+   ``unreleased`` (the slot has no release yet), ``after_release`` (the partial came after the
+   slot's release: a slot closed on the timeout), ``late`` (the event was appended after the
+   partial was sent), ``dropped`` (anything else).
+5. **Users**: the slots and groups each user was counted in (where the worker put a value
+   against the rules and only the users named could explain it, that slot and group too):
+   ``two_groups`` when two groups of a user are closer than ``max(w_a, w_b)`` slots, and the
+   spend of every window of the user's own ``w``, summed from the ``audit`` spend of the groups
+   it was counted in, must stay within its ``eps`` (``overspend``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from app.stream.config import StreamConfig
+from app.stream.errors import BadEvent
+from app.stream.partitioning import partition_for
+from app.stream.records import Domain, decode_event, decode_internal, decode_preference, unpack
+from app.verify.read import Msg, Snapshot
+from app.verify.rules import History, Level, groups_of
+from app.verify.verdict import LevelSpend, Verdict, Violation
+from app.verify.windows import Rows, two_groups, worst_windows
+
+LEVEL_LAG_S = 10.0
+"""A preference must be in the levels history once a partial was sent this many seconds (plus
+two slots and the grace) after the preference record: the worker reads preferences to their end
+several times per slot."""
+SUM_TOLERANCE = 1e-6
+"""Relative tolerance when comparing a sum stream's float partials with the expected sums."""
+OFFSET_PREFIX = b"\x00"
+"""``levels`` keys starting with this byte are offset markers, not users."""
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def levels_of(stream: StreamConfig) -> tuple[Level, ...]:
+    """The stream's levels as :mod:`app.verify.rules` sees them."""
+    return tuple(Level(lv.name, int(lv.w), float(lv.eps)) for lv in stream.levels)
+
+
+# -- releases and audit -------------------------------------------------------------------------
+@dataclass
+class Released:
+    """Per slot of one stream: the distinct release values, and when the slot was released."""
+
+    values: dict[int, set[bytes]]
+    at: dict[int, float]
+    delayed: dict[int, bool]
+
+
+def check_releases(stream: str, msgs: list[Msg], verdict: Verdict, first_slot: int) -> Released:
+    """Step 1 of the module docstring; ``first_slot``: the first slot judged."""
+    out = Released({}, {}, {})
+    for m in msgs:
+        if m.value is None:
+            continue
+        rec = unpack(m.value)
+        if rec.get("stream") != stream:
+            continue
+        slot = int(rec["slot"])
+        out.values.setdefault(slot, set()).add(m.value)
+        at = float(rec.get("released_at", m.timestamp_ms / 1000))
+        out.at[slot] = min(out.at.get(slot, at), at)
+        out.delayed[slot] = bool(rec.get("delayed", False))
+    judged = sorted(s for s in out.values if s >= first_slot)
+    for slot in judged:
+        if len(out.values[slot]) > 1:
+            n = len(out.values[slot])
+            detail = f"slot {slot}: {n} different releases"
+            verdict.add(Violation("release_differs", (slot,), detail))
+    if judged:
+        missing = sorted(set(range(judged[0], judged[-1] + 1)) - set(judged))
+        for slot in missing:
+            verdict.add(Violation("release_missing", (slot,), f"slot {slot}: no release"))
+        verdict.slots = (judged[0], judged[-1], len(judged))
+    return out
+
+
+def audit_spend(stream: str, msgs: list[Msg], names: tuple[str, ...]) -> dict[int, FloatArray]:
+    """Per slot, the spend per group of the first ``audit`` record of the slot."""
+    out: dict[int, FloatArray] = {}
+    for m in msgs:
+        if m.value is None:
+            continue
+        rec = unpack(m.value)
+        if rec.get("stream") != stream or int(rec["slot"]) in out:
+            continue
+        spent = rec.get("spent_by_group") or {}
+        out[int(rec["slot"])] = np.asarray([float(spent.get(n, 0.0)) for n in names])
+    return out
+
+
+# -- level histories ----------------------------------------------------------------------------
+def histories(msgs: list[Msg]) -> dict[str, History]:
+    """The last ``levels`` record of every user (a tombstone: no history)."""
+    last: dict[str, bytes | None] = {}
+    for m in msgs:
+        if m.key is None or m.key.startswith(OFFSET_PREFIX):
+            continue
+        last[m.key.decode("utf-8", "replace")] = m.value
+    out: dict[str, History] = {}
+    for user, raw in last.items():
+        if raw is None:
+            continue
+        rec = unpack(raw)
+        changes = tuple(
+            (float(at), None if lv is None else str(lv)) for at, lv in rec.get("changes", [])
+        )
+        out[user] = History(changes, bool(rec.get("truncated", False)))
+    return out
+
+
+def check_preferences(
+    msgs: list[Msg],
+    hist: dict[str, History],
+    partial_ts: dict[int, float],
+    partitions: int,
+    lag_s: float,
+    verdict: Verdict,
+) -> None:
+    """Step 2 of the module docstring (``partial_ts``: per events partition, the Kafka time of
+    the last partial sent for it, in seconds)."""
+    asked: dict[str, list[tuple[float, str | None]]] = defaultdict(list)
+    for m in msgs:
+        if m.key is None:
+            continue
+        asked[m.key.decode("utf-8", "replace")].append(
+            (m.timestamp_ms / 1000, decode_preference(m.value))
+        )
+    for user, wants in asked.items():
+        h = hist.get(user)
+        changes = h.changes if h is not None else ()
+        truncated = h is not None and h.truncated
+        pos, last, matched = 0, None, False
+        p = partition_for(user.encode(), partitions)
+        for at, level in wants:
+            if last is not None and last[1] == level:
+                continue  # asking for the level one has changes nothing
+            j = next((k for k in range(pos, len(changes)) if changes[k][1] == level), None)
+            if j is None:
+                if (truncated and not matched) or partial_ts.get(p, -np.inf) < at + lag_s:
+                    continue
+                what = f"a change to {level or 'the default level'} requested at {at:.3f}"
+                verdict.add(Violation("level_missing", (), f"{what} is not in the user's history",
+                                      (user,)))  # fmt: skip
+                continue
+            if changes[j][0] < at:
+                what = f"a change to {level or 'the default level'} requested at {at:.3f}"
+                detail = f"{what} takes effect at {changes[j][0]:.3f}"
+                verdict.add(Violation("level_backdated", (), detail, (user,)))
+            pos, last, matched = j + 1, changes[j], True
+
+
+# -- values -------------------------------------------------------------------------------------
+@dataclass
+class Values:
+    """The values that had to count (step 3), one row each, in events order."""
+
+    users: list[str]
+    user: IntArray
+    slot: IntArray
+    partition: IntArray
+    value: IntArray
+    weight: FloatArray
+    appended: FloatArray
+    """Kafka timestamp of the event, seconds."""
+    group: IntArray
+    """-1: inside a change gap."""
+
+
+def values(stream: StreamConfig, snap: Snapshot, hist: dict[str, History]) -> Values:
+    """Step 3 of the module docstring."""
+    domains = {stream.id: Domain.of(stream)}
+    index: dict[str, int] = {}
+    cols: list[tuple[int, float, int, float, int, float]] = []
+    for m in snap.events:
+        try:
+            _, name, ts, raw = decode_event(m.value, domains)
+        except BadEvent:
+            continue
+        if m.key != name.encode() or partition_for(m.key, snap.input_partitions) != m.partition:
+            continue
+        if isinstance(raw, tuple):  # a sum stream: (index, amount), clipped to alpha
+            idx, weight = raw[0], min(raw[1], float(stream.alpha or 0.0))
+        else:
+            idx, weight = raw, 1.0
+        u = index.setdefault(name, len(index))
+        cols.append((u, ts, idx, weight, m.partition, m.timestamp_ms / 1000))
+    arr = np.asarray(cols, dtype=np.float64).reshape(-1, 6)
+    user = arr[:, 0].astype(np.int64)
+    slot = np.floor(arr[:, 1] / stream.slot_s).astype(np.int64)  # rules.slot_of, vectorized
+    value = arr[:, 2].astype(np.int64)
+    keep = _first_values(user, slot, value, stream.max_values)
+    users = list(index)
+    out = Values(users, user[keep], slot[keep], arr[keep, 4].astype(np.int64), value[keep],
+                 arr[keep, 3], arr[keep, 5], np.zeros(keep.shape[0], dtype=np.int64))  # fmt: skip
+    out.group[:] = stream.default_level
+    levels = levels_of(stream)
+    special = np.asarray([u in hist for u in users], dtype=bool)
+    if special.any() and out.user.shape[0]:
+        rows = np.flatnonzero(special[out.user])
+        order = rows[np.argsort(out.user[rows], kind="stable")]
+        bounds = np.flatnonzero(np.diff(out.user[order])) + 1
+        for seg in np.split(order, bounds):
+            h = hist[users[int(out.user[seg[0]])]]
+            out.group[seg] = groups_of(h, out.slot[seg], levels, stream.default_level,
+                                       stream.slot_s)  # fmt: skip
+    return out
+
+
+def _first_values(user: IntArray, slot: IntArray, value: IntArray, l_max: int) -> IntArray:
+    """Indices (in events order) of each user's first value per slot, or first ``l_max``
+    distinct values."""
+    if user.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    base = np.stack([user, slot - slot.min()] + ([value] if l_max > 1 else []), axis=1)
+    _, first = np.unique(base, axis=0, return_index=True)
+    first = np.sort(first)
+    if l_max == 1:
+        return first
+    order = first[np.lexsort((first, slot[first], user[first]))]
+    pair = np.stack([user[order], slot[order]], axis=1)
+    new = np.concatenate(([True], np.any(pair[1:] != pair[:-1], axis=1)))
+    starts = np.flatnonzero(new)
+    rank = np.arange(order.shape[0]) - np.repeat(starts, np.diff(np.append(starts, order.shape[0])))
+    return np.sort(order[rank < l_max])
+
+
+# -- partials -----------------------------------------------------------------------------------
+def first_partials(
+    stream: StreamConfig, msgs: list[Msg]
+) -> tuple[dict[tuple[int, int], tuple[FloatArray, float]], dict[int, float]]:
+    """The first partial per ``(slot, partition)`` (counts ``groups x d``, Kafka time in s), and
+    per partition the Kafka time of its last partial."""
+    m, d = len(stream.levels), stream.d
+    first: dict[tuple[int, int], tuple[FloatArray, float]] = {}
+    last: dict[int, float] = {}
+    for msg in msgs:
+        if msg.value is None:
+            continue
+        rec = decode_internal(msg.value)
+        if rec.get("kind") != "partial" or rec.get("stream") != stream.id:
+            continue
+        counts = np.asarray(rec.get("counts") or [], dtype=np.float64)
+        if counts.shape[0] != m * d:
+            continue  # the release agent refuses a partial of the wrong shape
+        key = (int(rec["slot"]), int(rec["partition"]))
+        at = msg.timestamp_ms / 1000
+        last[key[1]] = max(last.get(key[1], -np.inf), at)
+        first.setdefault(key, (counts.reshape(m, d), at))
+    return first, last
+
+
+# -- the accountant -----------------------------------------------------------------------------
+def account_central(stream: StreamConfig, snap: Snapshot) -> Verdict:
+    """Judge a central stream on a snapshot of its topics (the module docstring's steps)."""
+    verdict = Verdict(stream.id, "central", since=snap.since)
+    levels = levels_of(stream)
+    names = tuple(lv.name for lv in levels)
+    first_slot = _first_judged(stream, snap.since)
+    released = check_releases(stream.id, snap.releases, verdict, first_slot)
+    spend = audit_spend(stream.id, snap.audit, names)
+    hist = histories(snap.levels)
+    partials, partial_ts = first_partials(stream, snap.partials)
+    lag = LEVEL_LAG_S + 2 * stream.slot_s + stream.grace_s
+    check_preferences(snap.preferences, hist, partial_ts, snap.input_partitions, lag, verdict)
+    vals = values(stream, snap, hist)
+    judged = vals.slot >= first_slot
+    gap = judged & (vals.group < 0)
+    if gap.any():
+        verdict.not_released["level_change"] += int(gap.sum())
+    counted = np.flatnonzero(judged & (vals.group >= 0))
+    extra = _compare(stream, vals, np.flatnonzero(judged), partials, released, first_slot, verdict)
+    _users(stream, levels, vals, counted, extra, spend, verdict)
+    return verdict
+
+
+def _first_judged(stream: StreamConfig, since: float | None) -> int:
+    if since is None:
+        return -(1 << 62)
+    return int(np.ceil(since / stream.slot_s))
+
+
+def _compare(
+    stream: StreamConfig,
+    vals: Values,
+    judged: IntArray,
+    partials: dict[tuple[int, int], tuple[FloatArray, float]],
+    released: Released,
+    first_slot: int,
+    verdict: Verdict,
+) -> list[tuple[int, int, int]]:
+    """Step 4: compare the expected cells with the first partials; return the ``(user, slot,
+    group)`` rows the worker's extra counts can only be explained by."""
+    m, d = len(stream.levels), stream.d
+    pairs = np.stack([vals.slot[judged], vals.partition[judged]], axis=1).reshape(-1, 2)
+    keys, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    expected = np.zeros((keys.shape[0], m, d))
+    late = np.zeros((keys.shape[0], m, d))
+    g, v, w = vals.group[judged], vals.value[judged], vals.weight[judged]
+    ok = g >= 0
+    np.add.at(expected, (inverse[ok], g[ok], v[ok]), w[ok])
+    at = {(int(k[0]), int(k[1])): i for i, k in enumerate(keys)}
+    sent_at = np.asarray([partials.get(k, (None, np.inf))[1] for k in at], dtype=np.float64)
+    is_late = ok & (vals.appended[judged] > sent_at[inverse]) if keys.shape[0] else ok
+    np.add.at(late, (inverse[is_late], g[is_late], v[is_late]), w[is_late])
+    members = judged[np.argsort(inverse, kind="stable")]
+    bounds = np.searchsorted(np.sort(inverse), np.arange(keys.shape[0] + 1))
+    extra: list[tuple[int, int, int]] = []
+    for key in sorted(set(at) | {k for k in partials if k[0] >= first_slot}):
+        slot = key[0]
+        i = at.get(key)
+        exp = expected[i] if i is not None else np.zeros((m, d))
+        got = partials.get(key)
+        if got is None:
+            verdict.not_released["unclosed"] += int(round(exp.sum()))
+            continue
+        counts, sent = got
+        reached = np.minimum(counts, exp)
+        short = float((exp - reached).sum())
+        if slot not in released.values:
+            verdict.not_released["unreleased"] += int(round(exp.sum()))
+        elif sent > released.at[slot] and not released.delayed.get(slot, False):
+            verdict.not_released["after_release"] += int(round(exp.sum()))
+        else:
+            verdict.released += float(reached.sum())
+            lost_late = float(np.minimum(exp - reached, late[i]).sum()) if i is not None else 0.0
+            verdict.not_released["late"] += int(round(lost_late))
+            verdict.not_released["dropped"] += int(round(short - lost_late))
+        tol = SUM_TOLERANCE * np.maximum(1.0, exp) if stream.alpha is not None else 0.5
+        rows = members[bounds[i] : bounds[i + 1]] if i is not None else judged[:0]
+        for gi, vi in zip(*np.nonzero(counts - exp > tol), strict=True):
+            excess = float(counts[gi, vi] - exp[gi, vi])
+            extra += _explain(stream, vals, rows, key, int(gi), int(vi), excess, verdict)
+    verdict.not_released = +verdict.not_released
+    return extra
+
+
+def _explain(
+    stream: StreamConfig,
+    vals: Values,
+    rows: IntArray,
+    key: tuple[int, int],
+    g: int,
+    v: int,
+    excess: float,
+    verdict: Verdict,
+) -> list[tuple[int, int, int]]:
+    """A cell counted ``excess`` beyond the rules: the users of its slot and partition (``rows``)
+    with that value and another group (or a change gap) could explain it. When there are at
+    most ``excess`` of them, each one was counted there."""
+    slot, part = key
+    cand = rows[(vals.value[rows] == v) & (vals.group[rows] != g)]
+    users = tuple(vals.users[int(u)] for u in vals.user[cand])
+    in_gap = bool((vals.group[cand] < 0).any())
+    kind = "no_gap" if in_gap else ("wrong_group" if cand.shape[0] else "overcount")
+    verdict.add(Violation(kind, (slot,),
+                          f"slot {slot} partition {part}: {excess:g} more value(s) "
+                          f"{stream.labels[v]!r} counted in level {stream.levels[g].name!r} "
+                          "than the rules allow", users))  # fmt: skip
+    if 0 < cand.shape[0] <= excess + 0.5:
+        return [(int(vals.user[c]), slot, g) for c in cand]
+    return []
+
+
+def _users(
+    stream: StreamConfig,
+    levels: tuple[Level, ...],
+    vals: Values,
+    counted: IntArray,
+    extra: list[tuple[int, int, int]],
+    spend: dict[int, FloatArray],
+    verdict: Verdict,
+) -> None:
+    """Step 5: per user, two groups within one window, and window spend against eps."""
+    ex = np.asarray(extra, dtype=np.int64).reshape(-1, 3)
+    user = np.concatenate([vals.user[counted], ex[:, 0]])
+    slot = np.concatenate([vals.slot[counted], ex[:, 1]])
+    group = np.concatenate([vals.group[counted], ex[:, 2]])
+    trio = np.unique(np.stack([user, slot, group], axis=1), axis=0).reshape(-1, 3)
+    user, slot, group = trio[:, 0], trio[:, 1], trio[:, 2]
+    zero = np.zeros(len(levels))
+    cost = np.asarray([spend.get(int(s), zero)[int(gi)] for s, gi in zip(slot, group, strict=True)])
+    rows = Rows.of(user, slot, group, cost.astype(np.float64).reshape(-1))
+    for u, sa, ga, sb, gb in two_groups(rows, levels):
+        verdict.add(Violation("two_groups", (sa, sb),
+                              f"counted in {levels[ga].name!r} at slot {sa} and in "
+                              f"{levels[gb].name!r} at slot {sb}", (vals.users[u],)))  # fmt: skip
+    worst, bad = worst_windows(rows, levels)
+    for lv, (n, frac) in zip(levels, worst, strict=True):
+        verdict.levels.append(LevelSpend(lv.name, lv.w, lv.eps, n, frac))
+    for o in bad:
+        lv = levels[o.level]
+        verdict.add(Violation("overspend", (o.start,),
+                              f"level {lv.name!r}: {o.spent:.6g} spent in the {lv.w} slots "
+                              f"from slot {o.start}, eps {lv.eps:g}",
+                              (vals.users[o.user],)))  # fmt: skip

@@ -1,0 +1,77 @@
+"""What ``dpstream verify`` finds: violations, per-level spend, and what became of the values."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+KINDS = {
+    "wrong_group": "value counted in the wrong group",
+    "no_gap": "level change without gap (a user counted inside its change gap)",
+    "overcount": "more values counted than the events hold",
+    "two_groups": "user in two groups within one window",
+    "overspend": "user spent more than its eps in a window of its w",
+    "device_window": "device answered beyond its eps in a window of its w",
+    "release_differs": "slot released twice with different bytes",
+    "release_missing": "slot never released between released slots",
+    "level_missing": "a requested level change is not in the user's level history",
+    "level_backdated": "a level change takes effect before it was requested",
+}
+"""Every violation kind, with the line the report prints for it."""
+
+MAX_KEPT = 1000
+"""Findings kept per kind (the count stays exact)."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One finding: its kind (a key of :data:`KINDS`), the slots involved, a line for the
+    operator, and the user ids involved (printed only with ``--show-users``)."""
+
+    kind: str
+    slots: tuple[int, ...]
+    detail: str
+    users: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LevelSpend:
+    """Per level: how many users were counted at it, and the worst window spend of any of
+    them as a fraction of the level's eps (0.0 when nobody spent)."""
+
+    name: str
+    w: int
+    eps: float
+    users: int
+    worst: float
+
+
+@dataclass
+class Verdict:
+    """Everything ``verify`` found for one stream."""
+
+    stream: str
+    mode: str
+    levels: list[LevelSpend] = field(default_factory=list)
+    released: float = 0
+    """Central: values that reached a release; local: device answers read."""
+    not_released: Counter[str] = field(default_factory=Counter)
+    """Central: values that did not, by reason; local: answers not accounted, by reason."""
+    slots: tuple[int, int, int] | None = None
+    """First and last released slot, and how many distinct slots were released."""
+    since: float | None = None
+    counts: Counter[str] = field(default_factory=Counter)
+    """Violations per kind (exact, also beyond :data:`MAX_KEPT`)."""
+    violations: list[Violation] = field(default_factory=list)
+
+    def add(self, v: Violation) -> None:
+        self.counts[v.kind] += 1
+        if self.counts[v.kind] <= MAX_KEPT:
+            self.violations.append(v)
+
+    @property
+    def ok(self) -> bool:
+        return not self.counts
+
+    def kinds(self) -> set[str]:
+        return set(self.counts)

@@ -1,0 +1,209 @@
+"""``verify`` finds each known defect class planted on hand-built topic contents, and nothing on
+a clean run (no broker: the accountant is pure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.stream.partitioning import partition_for
+from app.verify import judge
+from app.verify.report import to_dict, to_text
+from tests.verify.build import CENTRAL, LOCAL, PARTITIONS, Topics, reference_partials, stream_of
+
+SLOTS = range(100, 110)
+USERS = [f"u{i}" for i in range(8)]
+CHANGE_AT = 1005.0
+"""u1 asks for `loose` in slot 100: effective at 101, sits out 101..105, loose from 106."""
+
+
+def central(tmp_path: Path, late: bool = False) -> tuple[Topics, dict]:
+    """A clean central run: every user one value per slot, u1 moves to `loose`."""
+    stream = stream_of(tmp_path, CENTRAL)
+    t = Topics(stream)
+    t.preference("u1", "loose", CHANGE_AT)
+    t.levels("u1", [(CHANGE_AT, "loose")])
+    events = []
+    for slot in SLOTS:
+        for i, user in enumerate(USERS):
+            ts = slot * 10 + 1 + i * 0.5
+            events.append((user, ts, (i * 7 + slot) % 3))
+            t.event(user, ts, (i * 7 + slot) % 3)
+            t.event(user, ts + 0.1, (i + 1) % 3)  # a second value in the slot: not counted
+    if late:  # a value appended after its slot's partial was sent: not released, no violation
+        t.event("u9", 1051.0, 0, appended=1200.0)
+    parts = reference_partials(stream, events, {"u1": [(CHANGE_AT, "loose")]}, SLOTS)
+    for slot in SLOTS:
+        hist = [0.0] * stream.d
+        for p in range(PARTITIONS):
+            counts = parts[slot, p]
+            t.partial(slot, p, counts, sent=slot * 10 + 11.5)
+            for g in range(len(stream.levels)):
+                for v in range(stream.d):
+                    hist[v] += counts[g * stream.d + v]
+        t.release(slot, hist, at=slot * 10 + 12.0)
+        t.audit(slot, {"strict": 1.0 / 5, "loose": 4.0 / 3})
+    return t, parts
+
+
+def unique_cell(t: Topics, parts: dict, slot: int, user: str) -> tuple[int, int]:
+    """``(partition, value)`` of ``user``'s value in ``slot`` (checked: nobody else's there)."""
+    stream = t.stream
+    i = USERS.index(user)
+    v = (i * 7 + slot) % 3
+    p = partition_for(user.encode(), PARTITIONS)
+    same = [u for j, u in enumerate(USERS) if partition_for(u.encode(), PARTITIONS) == p
+            and (j * 7 + slot) % 3 == v]  # fmt: skip
+    assert same == [user], "the scenario keeps this cell to one user"
+    assert parts[slot, p][stream.default_level * stream.d + v] >= 1
+    return p, v
+
+
+def replace_partial(t: Topics, slot: int, p: int, counts: list[int]) -> None:
+    """Put ``counts`` first for ``(slot, p)``: the release agent keeps the first partial."""
+    t.snap.partials = [m for m in t.snap.partials if not _is(m, slot, p)]
+    before = len(t.snap.partials)
+    t.partial(slot, p, counts, sent=slot * 10 + 11.5)
+    t.snap.partials.insert(0, t.snap.partials.pop(before))
+
+
+def _is(m, slot: int, p: int) -> bool:
+    from app.stream.records import decode_internal
+
+    rec = decode_internal(m.value)
+    return rec["slot"] == slot and rec["partition"] == p
+
+
+def test_a_clean_run_has_no_violation(tmp_path: Path):
+    t, _ = central(tmp_path, late=True)
+    # byte-identical duplicates of a release and replayed partials are allowed
+    t.snap.releases.append(t.snap.releases[3])
+    t.partial(104, 0, [9] * 6, sent=2000.0)  # a replay after the first: ignored
+    verdict = judge(t.stream, t.snap)
+    assert verdict.ok, to_text(verdict, show_users=True)
+    assert verdict.slots == (SLOTS[0], SLOTS[-1], len(SLOTS))
+    gap = 5  # u1 sits out slots 101..105
+    assert verdict.released == len(USERS) * len(SLOTS) - gap
+    assert verdict.not_released == {"level_change": gap, "late": 1}
+    strict, loose = verdict.levels
+    assert strict.users == len(USERS) + 1 and loose.users == 1  # u9: late, still priced
+    assert strict.worst == pytest.approx(1.0) and loose.worst == pytest.approx(1.0)
+    assert "no violation" in to_text(verdict)
+
+
+def test_a_value_counted_in_the_wrong_group(tmp_path: Path):
+    t, parts = central(tmp_path)
+    d = t.stream.d
+    p, v = unique_cell(t, parts, 103, "u2")
+    counts = list(parts[103, p])
+    counts[v] -= 1  # out of strict ...
+    counts[d + v] += 1  # ... into loose
+    replace_partial(t, 103, p, counts)
+    verdict = judge(t.stream, t.snap)
+    assert "wrong_group" in verdict.kinds(), to_text(verdict)
+    found = [x for x in verdict.violations if x.kind == "wrong_group"]
+    assert found[0].slots == (103,) and found[0].users == ("u2",)
+    assert "u2" not in to_text(verdict)
+    assert "u2" in to_text(verdict, show_users=True)
+    assert "user_ids" not in to_dict(verdict)["findings"][0]
+
+
+def test_a_user_in_two_groups_within_one_window(tmp_path: Path):
+    t, parts = central(tmp_path)
+    d = t.stream.d
+    p, v = unique_cell(t, parts, 103, "u2")
+    counts = list(parts[103, p])
+    counts[v] -= 1
+    counts[d + v] += 1
+    replace_partial(t, 103, p, counts)
+    verdict = judge(t.stream, t.snap)
+    assert {"two_groups", "overspend"} <= verdict.kinds(), to_text(verdict)
+    pair = next(x for x in verdict.violations if x.kind == "two_groups")
+    assert pair.users == ("u2",) and 103 in pair.slots
+
+
+def test_a_level_change_without_gap(tmp_path: Path):
+    t, parts = central(tmp_path)
+    d = t.stream.d
+    p = partition_for(b"u1", PARTITIONS)
+    v = (1 * 7 + 101) % 3
+    counts = list(parts[101, p])
+    counts[d + v] += 1  # u1 counted as loose at once, in its gap's first slot
+    replace_partial(t, 101, p, counts)
+    verdict = judge(t.stream, t.snap)
+    assert "no_gap" in verdict.kinds(), to_text(verdict)
+    assert "u1" in next(x for x in verdict.violations if x.kind == "no_gap").users
+
+
+def test_a_slot_released_twice_with_different_bytes(tmp_path: Path):
+    t, _ = central(tmp_path)
+    t.release(104, [1.0, 2.0, 3.0], at=1100.0)
+    verdict = judge(t.stream, t.snap)
+    assert verdict.kinds() == {"release_differs"}, to_text(verdict)
+    assert verdict.violations[0].slots == (104,)
+
+
+def test_a_missing_release(tmp_path: Path):
+    t, _ = central(tmp_path)
+    t.snap.releases = [m for i, m in enumerate(t.snap.releases) if i != 4]
+    verdict = judge(t.stream, t.snap)
+    assert verdict.kinds() == {"release_missing"}, to_text(verdict)
+    assert verdict.not_released["unreleased"] > 0
+
+
+def test_a_backdated_and_a_missing_level_change(tmp_path: Path):
+    t, _ = central(tmp_path)
+    t.preference("u2", "loose", 1002.0)
+    t.levels("u2", [(1001.0, "loose")])  # effective before it was asked
+    t.preference("u4", "loose", 1010.0)  # never applied, though partials came long after
+    verdict = judge(t.stream, t.snap)
+    assert {"level_backdated", "level_missing"} <= verdict.kinds(), to_text(verdict)
+
+
+def test_a_preference_read_late_is_no_violation(tmp_path: Path):
+    t, _ = central(tmp_path)
+    t.preference("u4", "loose", 1095.0)  # the last partials came 10 s after it
+    assert judge(t.stream, t.snap).ok
+
+
+def test_since_judges_only_later_slots(tmp_path: Path):
+    t, parts = central(tmp_path)
+    p, v = unique_cell(t, parts, 103, "u2")
+    counts = list(parts[103, p])
+    counts[v] += 1
+    replace_partial(t, 103, p, counts)
+    assert "overcount" in judge(t.stream, t.snap).kinds()
+    t.snap.since = 1040.0
+    assert judge(t.stream, t.snap).ok
+
+
+def local(tmp_path: Path, answers: dict[int, list[int]]) -> Topics:
+    """A local run: publication requests t=1..8 at eps 2 (w=3); ``answers``: user -> slots."""
+    stream = stream_of(tmp_path, LOCAL)
+    t = Topics(stream)
+    for slot in range(1, 9):
+        t.request(slot, "publication", [2.0])
+        t.release(1000 + slot, [0.0, 0.0], at=2000.0 + slot)
+    for user, slots in answers.items():
+        for slot in slots:
+            t.report(user, slot, "publication", [1])
+    return t
+
+
+def test_devices_within_their_window(tmp_path: Path):
+    t = local(tmp_path, {7: [1, 4, 7], 8: [2, 5, 8], 9: [3]})
+    t.report(9, 3, "publication", [1])  # the same report again: one answer
+    verdict = judge(t.stream, t.snap)
+    assert verdict.ok, to_text(verdict)
+    assert verdict.released == 7
+    assert verdict.levels[0].worst == pytest.approx(1.0)
+
+
+def test_a_device_answering_twice_in_its_window(tmp_path: Path):
+    t = local(tmp_path, {7: [1, 4], 8: [2, 4]})
+    verdict = judge(t.stream, t.snap)
+    assert verdict.kinds() == {"device_window"}, to_text(verdict)
+    found = verdict.violations[0]
+    assert found.slots == (2,) and found.users == ("8",)
+    assert verdict.levels[0].worst == pytest.approx(2.0)
