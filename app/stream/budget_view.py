@@ -58,6 +58,7 @@ def budget_json(
     out: dict[str, Any] = {
         "stream": stream.id,
         "mechanism": stream.mechanism,
+        "weaker_guarantee": stream.weaker_guarantee,
         "slot_s": stream.slot_s,
         "last_slot": last_slot,
         "levels": levels,

@@ -13,6 +13,7 @@ inside the handlers.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -67,11 +68,19 @@ def _worker(args: argparse.Namespace) -> int:
     except ServiceError as exc:
         _fail("worker", exc)
         return EXIT_CONFIG
+    warn_streams(settings.streams, logging.getLogger("app.stream.worker"))
     try:
         return run(settings)
     except ServiceError as exc:
         _fail("worker", exc)
         return EXIT_CONFIG
+
+
+def warn_streams(streams: Any, log: logging.Logger) -> None:
+    """Log each stream's configuration warnings (:attr:`StreamConfig.warnings`) once."""
+    for stream in streams:
+        for line in stream.warnings:
+            log.warning("stream=%s %s", stream.id, line)
 
 
 def _topics_create(args: argparse.Namespace) -> int:

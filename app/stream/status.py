@@ -158,6 +158,11 @@ def _stream_section(
         f"<p>{e(config.mechanism)}, {config.slot_s:g} s slots, "
         f"{'local' if config.local else 'central'} mode. Last {len(releases)} releases: "
         f"<b>{fresh}</b> fresh, <b>{len(releases) - fresh}</b> repeated.</p>",
+        *(
+            [f"<p><b>Not w-event private</b> (accepted): {e(config.weaker_guarantee)}</p>"]
+            if config.weaker_guarantee
+            else []
+        ),
         _chart(config, releases),
         "<table><tr><th>level</th><th>w</th><th>eps</th><th>window budget spent</th>"
         "<th></th><th>window (UTC)</th></tr>",

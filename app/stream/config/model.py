@@ -107,6 +107,28 @@ class StreamConfig:
     """Sum streams (``sum: {alpha: ...}``): events carry an ``amount`` and the stream releases,
     per category, the sum of the users' amounts, each user's clipped to ``alpha`` per value and
     slot (the (w, alpha) model); ``None``: the stream counts users."""
+    accept_weaker_guarantee: bool = False
+    """The stream's explicit consent to a mechanism setting that is not w-event private (a
+    period mechanism's ``strict: false`` or ``feature_sensitivity: paper``); without it such a
+    stream is refused."""
+    weaker_guarantee: str | None = None
+    """Set at load: why the stream's mechanism is not w-event private (accepted through
+    :attr:`accept_weaker_guarantee`), shown in audit records, ``/budget`` and the status page;
+    None when it is."""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the worker logs as warnings at start: floating-point Laplace noise (the
+        papers' noise, not eps-DP as implemented) and an accepted weaker guarantee."""
+        out = []
+        if self.noise == "laplace" and not self.local:
+            out.append(
+                "noise: laplace is floating-point Laplace, not eps-DP as implemented; "
+                "use geometric (the default) outside paper reproductions"
+            )
+        if self.weaker_guarantee:
+            out.append(f"not w-event private, accepted: {self.weaker_guarantee}")
+        return tuple(out)
 
     @property
     def local(self) -> bool:

@@ -20,6 +20,17 @@ Streams come from one YAML file (``DPSTREAM_CONFIG``; the demo's default is
           - {name: relaxed, w: 10, eps: 1.0, population: 1000}
         default_level: strict       # optional; must satisfy every level (max w, min eps)
 
+``mechanism.noise`` is ``geometric`` unless given, for every kind: DP as implemented (exact
+discrete noise for counts, discrete noise on a grid for real values, :mod:`app.dp.noise`).
+``noise: laplace`` (floating-point Laplace, the papers' noise) runs only when a stream names it,
+and the worker logs a warning for it at start.
+
+A period mechanism's ``params`` may hold the papers' settings that are *not* w-event private:
+``strict: false`` (a window of ``w`` slots straddling two periods loses up to ``2 eps``) and
+OptStream's ``feature_sensitivity: paper``. A stream naming either is refused unless it sets
+``accept_weaker_guarantee: true``; then its audit records, ``/budget`` and the status page
+carry ``weaker_guarantee`` (the reason) and the worker logs a warning at start.
+
 Local mode (``mode: local``; devices perturb, the service only aggregates reports)::
 
       - id: app-usage
@@ -68,6 +79,7 @@ one of the keys of :data:`OVERRIDABLE`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -93,7 +105,7 @@ MODES = ("central", "local")
 NOISES = ("geometric", "laplace")
 CENTRAL_KINDS = ("central", "period", "graph")
 """Mechanism kinds a ``mode: central`` stream may run: per-slot ones and period ones (OptStream
-and its baselines release a period of ``w`` slots at its end; ``noise: laplace``), and the
+and its baselines release a period of ``w`` slots at its end), and the
 (w,n) ones over a public graph of the labels (the ``graph:`` key, :mod:`.graph`)."""
 SUM_KINDS = ("period",)
 """Mechanism kinds valid for a sum stream: their noise is calibrated to ``alpha``."""
@@ -111,6 +123,7 @@ OVERRIDABLE = {
 }
 STREAM_KEYS = frozenset(
     {"id", "labels", "d", "mode", "levels", "default_level", "graph", "sum"}
+    | {"accept_weaker_guarantee"}
     | set(OVERRIDABLE.values())
 )
 SUM_KEYS = frozenset({"alpha"})
@@ -124,8 +137,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "levels": (1, 16),
     "slot_s": (0.1, 86_400.0),
     "grace_s": (0.0, 3_600.0),
-    "release_timeout_s": (0.0, 3_600.0),
-    "max_delay_s": (0.0, 86_400.0),
+    "release_timeout_s": (0.1, 3_600.0),  # 0 would close every slot without waiting
+    "max_delay_s": (0.1, 86_400.0),
     "round_s": (0.01, 86_400.0),
     "max_values": (1, 1_000),
     "alpha": (1e-6, 1e9),
@@ -218,6 +231,8 @@ def _level(where: str, raw: Any) -> Level:
     if isinstance(w, bool) or not isinstance(w, int):
         raise ConfigError(f"{where}.w must be an integer, got {w!r}")
     w = int(number(f"{where}.w", w, "w", integer=True))
+    if isinstance(raw.get("eps"), str):  # a level is never overridden from the environment
+        raise ConfigError(f"{where}.eps must be a number, not the string {raw.get('eps')!r}")
     eps = number(f"{where}.eps", raw.get("eps"), "eps")
     pop_raw = raw.get("population", DEFAULT_POPULATION)
     if isinstance(pop_raw, bool) or not isinstance(pop_raw, int):
@@ -368,16 +383,30 @@ def parse_stream(
         ),
         graph=graph,
         alpha=alpha,
+        accept_weaker_guarantee=_flag(
+            f"{where}.accept_weaker_guarantee", raw.get("accept_weaker_guarantee", False)
+        ),
     )
     if stream.local and stream.max_values != 1:
         raise ConfigError(f"{where}.max_values: local streams take one value per report")
     if stream.local:
         _check_local(stream, where)
     try:
-        stream.build_mechanism()
+        weaker = stream.build_mechanism().weaker_guarantee()
     except (DPError, TypeError) as exc:
         raise ConfigError(f"{where}.mechanism: {exc}") from None
-    return stream
+    if weaker and not stream.accept_weaker_guarantee:
+        raise ConfigError(
+            f"{where}.mechanism: not w-event private ({weaker}); remove the setting, or set "
+            "`accept_weaker_guarantee: true` on the stream to run with the weaker guarantee"
+        )
+    return dataclasses.replace(stream, weaker_guarantee=weaker)
+
+
+def _flag(where: str, raw: Any) -> bool:
+    if not isinstance(raw, bool):
+        raise ConfigError(f"{where} must be true or false, got {raw!r}")
+    return raw
 
 
 def _check_local(stream: StreamConfig, where: str) -> None:
