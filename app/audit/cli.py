@@ -2,7 +2,9 @@
 
 ``dpstream audit`` audits every registered mechanism and runs the power controls;
 ``dpstream audit uniform ba`` only those two (plus the controls unless ``--no-controls``).
-``--quick`` is the CI profile (fewer cases per mechanism). Exit code 1 when a lower bound
+``--quick`` is the CI profile: one add/remove and one replace case per group, the service's
+default noise only, 200 runs per input unless ``--trials`` says otherwise (a few minutes).
+A line per mechanism goes to stderr as its audit ends. Exit code 1 when a lower bound
 exceeds a claimed ``eps``, a power control is not caught, or an audit fails to run; 2 for
 a usage error (an unknown mechanism or control, a bad option).
 """
@@ -22,13 +24,15 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     audit.add_argument("mechanisms", nargs="*", help="registered names (default: all)")
-    audit.add_argument("--trials", type=_trials, default=2000,
-                       help="runs per input of each neighbouring pair (default 2000)")  # fmt: skip
+    audit.add_argument("--trials", type=_trials, default=None,
+                       help="runs per input of each neighbouring pair (default 2000; 200 with "
+                            "--quick)")  # fmt: skip
     audit.add_argument("--alpha", type=_alpha, default=0.05,
                        help="1 - confidence of each lower bound (default 0.05)")  # fmt: skip
     audit.add_argument("--seed", type=int, default=20261123, help="seed of the audit's generator")
     audit.add_argument("--quick", action="store_true",
-                       help="CI profile: one add/remove, one replace case per group")  # fmt: skip
+                       help="CI profile: one add/remove and one replace case per group, "
+                            "the service's noise only, 200 runs per input")  # fmt: skip
     audit.add_argument("--no-controls", action="store_true", help="skip the power controls")
     audit.add_argument("--controls", nargs="*", metavar="NAME",
                        help="run only these power controls")  # fmt: skip
@@ -51,9 +55,11 @@ def _audit(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     controls: list[str] | None = [] if args.no_controls else args.controls
+    settings = QUICK if args.quick else Settings()
     verdicts = run_audit(
-        args.mechanisms or names(), QUICK if args.quick else Settings(), args.trials,
-        args.alpha, args.seed, controls, progress=None if not args.json else False,
+        args.mechanisms or names(), settings, args.trials or settings.trials,
+        args.alpha, args.seed, controls, progress=False,
+        log=lambda line: print(line, file=sys.stderr, flush=True),
     )  # fmt: skip
     if args.json:
         print(to_json(verdicts))

@@ -14,7 +14,14 @@ control                  the bug                                                
 ``ba-no-nullify``        BA that never updates ``l`` (the authors' code, spec A28)   ``(w+1) eps/2``
 ``ba-noiseless-dc``      BA deciding on the un-noised dissimilarity                  unbounded
 ``lpu-twice``            LPU asking every device every slot with the full ``eps``    ``w eps``
+``uniform-1.5x-replace`` Uniform noised at ``1.5 eps``, audited on replace pairs     ``1.5 eps``
+``local-1.5eps``         a device perturbing its report at ``1.5 eps``               ``1.5 eps``
+``period-2x``            OptStream releasing every period at ``2 eps_P``             ``2 eps``
 =======================  ==========================================================  =============
+
+The last three run with the noise the service builds their mechanism with
+(:func:`app.audit.noise.service_noise`): they are the issue-22 checks that the auditor catches a
+modest overspend on the path the service runs.
 
 The configurations (``w``, ``eps``, trials) were chosen by a power analysis of the auditor on
 the ideal Laplace composition (``docs/audit.md``), so that each is caught with probability
@@ -34,9 +41,10 @@ from typing import Any
 import numpy as np
 
 from app.audit.features import Runs
-from app.audit.pairs import boundary_level, central_pair, local_pair
-from app.audit.runners import Case, CentralAdapter, LocalAdapter, Settings
-from app.client.device import Device, Enrollment
+from app.audit.noise import service_noise
+from app.audit.pairs import boundary_level, central_pair, local_pair, period_pair
+from app.audit.runners import Case, CentralAdapter, LocalAdapter, PeriodAdapter, Settings
+from app.client.device import Device, Enrollment, Report
 from app.dp.budget import SlotLedger, WindowLedger
 from app.dp.central.ba import BA
 from app.dp.central.base import Outcome
@@ -45,6 +53,8 @@ from app.dp.local.base import Ask
 from app.dp.local.lpu import LPU
 from app.dp.local.population import Population
 from app.dp.noise import perturb
+from app.dp.oracles import make
+from app.dp.period.optstream import OptStream
 from app.dp.types import Group, IntArray, Status
 
 BOUNDARY_PROBES = Settings().boundary_probes
@@ -182,6 +192,38 @@ class LPUTwice(LPU):
         return Ask("publication", None, [self.full])  # the bug: everybody, every slot
 
 
+class UniformUnderNoised(Uniform):
+    """Uniform whose noise is drawn at 1.5 times the budget the ledger records."""
+
+    name = "uniform-1.5x-replace"
+
+    def _calibrated(self, units: list[int]) -> list[Fraction]:
+        return [Fraction(3, 2) * f for f in super()._calibrated(units)]  # the bug: 1.5x
+
+
+class SharpDevice(Device):
+    """A client that records the requested ``eps`` but perturbs its report at ``1.5 eps``."""
+
+    def respond(self, request: Any, value: int, rng: np.random.Generator, when: Any) -> Any:
+        eps = self.admit(request, value, when)
+        if eps is None:
+            return None
+        oracle = make(request.oracle[self.group], request.d, 1.5 * eps)  # the bug
+        payload = oracle.payloads(oracle.perturb(np.array([int(value)]), rng))[0]
+        return Report(request.mechanism, request.slot, request.round, self.enrollment.user,
+                      self.group, oracle.name, payload)  # fmt: skip
+
+
+class OptStreamDoubled(OptStream):
+    """OptStream releasing every period at twice the budget its ledger records."""
+
+    name = "period-2x"
+
+    @property
+    def period_eps(self) -> float:
+        return 2.0 * super().period_eps  # the bug: every share doubled
+
+
 @dataclass(frozen=True)
 class Control:
     """A broken mechanism, the case that must catch it, and the trials per side it needs."""
@@ -199,6 +241,33 @@ def _central(name: str, cls: Any, group: Group, relation: str, scenario: str, **
         kw["level"] = boundary_level(prober, BOUNDARY_PROBES)
     pair = central_pair(relation, scenario, 0, (group,), 2, **kw)  # type: ignore[arg-type]
     return adapter.case(name, cls, (group,), pair)
+
+
+def _under_noised() -> Case:
+    """Replace pairs at ``w = 1, eps = 2`` with the service's noise: the true loss is 3 (at
+    ``eps = 1`` the 0.5 gap leaves a 1500-run audit a coin toss, as for the 2-eps controls)."""
+    group = Group(1, 2.0)
+    pair = central_pair("replace", "jumps", 0, (group,), 2)
+    noise = service_noise("uniform", Uniform)
+    return CentralAdapter().case("uniform-1.5x-replace", UniformUnderNoised, (group,), pair,
+                                 noise=noise)  # fmt: skip
+
+
+def _sharp_device() -> Case:
+    def build() -> LPU:
+        return LPU(d=2, eps=1.0, w=1, users=16)
+
+    return LocalAdapter().case("local-1.5eps", build, local_pair(build(), 0), SharpDevice)
+
+
+def _period_doubled() -> Case:
+    """OptStream without sampling or features (``k = W``, every slot perturbed), the papers'
+    non-strict budget ``eps_P = eps``, doubled: a window inside one period loses ``2 eps``."""
+    group = Group(2, 1.0)
+    pair = period_pair("add/remove", "aligned", 0, (group,), 2, 2)
+    params = {"k": 2, "sampling": "none", "postprocess": False, "strict": False}
+    return PeriodAdapter().case("period-2x", OptStreamDoubled, (group,), pair,
+                                service_noise("optstream", OptStream), **params)  # fmt: skip
 
 
 def _naive_float() -> Case:
@@ -253,5 +322,9 @@ CONTROLS: tuple[Control, ...] = (
                              "boundary")),
     Control("lpu-twice", "a device reports at every slot of its window with eps", 300,
             _local_twice),
+    Control("uniform-1.5x-replace", "Uniform noised at 1.5 eps (replace pairs)", 1500,
+            _under_noised),
+    Control("local-1.5eps", "a device perturbs its report at 1.5 eps", 1500, _sharp_device),
+    Control("period-2x", "OptStream releases every period at 2 eps_P", 1000, _period_doubled),
 )  # fmt: skip
 """Every power control, in the order the report lists them."""

@@ -82,10 +82,17 @@ def central_pair(
     sensitivity: int | None = None,
     prefix: int | None = None,
     suffix: int = 1,
+    cells_a: tuple[int, ...] = (0,),
+    cells_b: tuple[int, ...] = (1,),
 ) -> CentralPair:
     """The pair for one relation, scenario and target group: ``prefix`` equal slots (default:
-    none for ``boundary``, ``w - 1`` for ``jumps``), the window, then ``suffix`` equal slots."""
+    none for ``boundary``, ``w - 1`` for ``jumps``), the window, then ``suffix`` equal slots.
+
+    The user holds one value in each of ``cells_a`` per window slot (``l = len(cells_a)``
+    values, the (w,n) papers' ``l``); under ``replace`` they move to ``cells_b`` on input B.
+    The relation's sensitivity is ``l`` (add/remove) or ``2 l`` (replace)."""
     claim = groups[group]
+    ca, cb = list(cells_a), list(cells_b)
     if prefix is None:
         prefix = 0 if scenario == "boundary" else claim.w - 1
     slots = prefix + claim.w + suffix
@@ -99,14 +106,92 @@ def central_pair(
     else:
         raise ValueError(f"scenario must be one of {SCENARIOS}, got {scenario!r}")
     if relation == "replace":  # the user is there before and after, unchanged
-        base[:, group, 0] += 1
-        base[window, group, 0] -= 1
+        base[:, group, ca] += 1
+        base[window, group, ca] -= 1
     a, b = base.copy(), base.copy()
-    a[window, group, 0] += 1
+    a[window, group, ca] += 1
     if relation == "replace":
-        b[window, group, 1] += 1
-    sens = SENSITIVITY[relation] if sensitivity is None else sensitivity
+        b[window, group, cb] += 1
+    sens = SENSITIVITY[relation] * len(ca) if sensitivity is None else sensitivity
     return CentralPair(relation, scenario, group, claim, sens, a, b, prefix)
+
+
+def ball_pages(hops: npt.NDArray[np.int64], n: int) -> list[int]:
+    """The pages of one (w,n) spatial window, nearest first: within ``n - 1`` hops of the
+    centre (``hops``: every page's hop distance from it, negative if unreachable). This is the
+    relation of the (w,n) papers (``app.dp.wn.ledger``: ``W_n(c)``)."""
+    inside = np.flatnonzero((hops >= 0) & (hops <= n - 1))
+    return [int(p) for p in inside[np.argsort(hops[inside], kind="stable")]]
+
+
+def graph_cells(
+    pages: list[int], values: int, relation: Relation
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Where the target's ``values`` values per slot lie on A and (replace) on B, all inside
+    one spatial window ``pages``; ``None`` when the window cannot hold the relation (replace
+    needs two distinct placements: a window of one page, ``n = 1``, cannot)."""
+    count = min(values, len(pages))
+    cells_a = tuple(pages[:count])
+    if relation == "add/remove":
+        return cells_a, ()
+    cells_b = tuple(pages[-count:])
+    if set(cells_b) == set(cells_a):
+        return None
+    return cells_a, cells_b
+
+
+PERIOD_LEVEL = 100
+"""The other users' count in every cell of a period pair: high enough that no release is
+truncated at 0, where a period mechanism's noise would hide the change."""
+PLACEMENTS = ("straddle", "sampled", "aligned")
+
+
+def period_pair(
+    relation: Relation,
+    placement: str,
+    group: int,
+    groups: tuple[Group, ...],
+    d: int,
+    period: int,
+    level: int = PERIOD_LEVEL,
+) -> CentralPair:
+    """A pair for a period mechanism (periods of ``period`` slots aligned on slot 1), placed
+    where a period mechanism's loss concentrates. Every trial runs from slot 1 to the end of the
+    last period the window touches, and every released slot is observed.
+
+    * ``straddle``: the window of ``w_g`` slots crosses the boundary of periods 1 and 2 (half
+      in each): the window pays for two periods, the case strict mode halves ``eps_P`` for.
+    * ``sampled``: the same window, but only the last slot of period 1 and the first of period 2
+      change: the slots OptStream's sampler always measures, so the whole change lands on
+      sampled slots (and a data-dependent sampler sees it in both periods).
+    * ``aligned``: the window is the start of period 1: inside one period, the case that
+      non-strict mode (``eps_P = eps``) is tight on.
+
+    Per-slot mechanisms (``period = 1``) get ``aligned`` windows only (periods of one slot).
+    """
+    claim = groups[group]
+    w = claim.w
+    if placement == "aligned" or period == 1:
+        start, changed = 0, list(range(w))
+    elif placement in ("straddle", "sampled"):
+        start = max(period - max(w // 2, 1), 0)
+        window = list(range(start, start + w))
+        changed = (
+            window if placement == "straddle" else [s for s in window if s in (period - 1, period)]
+        )
+    else:
+        raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+    last = max(changed) + 1
+    slots = -(-last // period) * period
+    a = np.zeros((slots, len(groups), d), dtype=np.int64)
+    a[:, group, :] = level
+    b = a.copy()
+    if relation == "replace":  # the user holds cell 0 throughout on A, cell 1 when changed on B
+        b[changed, group, 0] -= 1
+        b[changed, group, 1] += 1
+    else:  # the user holds cell 0 at the changed slots on A, nothing on B
+        a[changed, group, 0] += 1
+    return CentralPair(relation, placement, group, claim, SENSITIVITY[relation], a, b, 0)
 
 
 def boundary_level(

@@ -2,8 +2,8 @@
 
 >>> v = Verdict("uniform", "central", "add/remove", "boundary", 0, 3, 1.0, 1, 0.12,
 ...             "loss_stat >= 1.4 (likelier on A)", [46, 200, 22, 200], 400)
->>> table([v]).splitlines()[2].split()[:10]
-['uniform', 'central', 'add/remove', 'boundary', '0', '3', '1.00', '1', '0.120', 'ok']
+>>> table([v]).splitlines()[2].split()[:11]
+['uniform', 'central', '-', 'add/remove', 'boundary', '0', '3', '1.00', '1', '0.120', 'ok']
 >>> exit_code([v])
 0
 """
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from app.audit.verdict import Verdict
 
-COLUMNS = ("mechanism", "kind", "relation", "scenario", "group", "w", "eps", "sens", "lower",
-           "verdict", "event counts (A vs B)", "event")  # fmt: skip
+COLUMNS = ("mechanism", "kind", "noise", "relation", "scenario", "group", "w", "eps", "sens",
+           "lower", "verdict", "event counts (A vs B)", "event")  # fmt: skip
 
 
 def _row(v: Verdict) -> list[str]:
@@ -27,8 +27,8 @@ def _row(v: Verdict) -> list[str]:
     if len(v.counts) == 4:
         counts = f"{v.counts[0]}/{v.counts[1]} vs {v.counts[2]}/{v.counts[3]}"
     return [
-        v.mechanism, v.kind, v.relation or "-", v.scenario or "-", opt(v.group), opt(v.w),
-        opt(v.eps, "{:.2f}"), opt(v.sensitivity), opt(v.lower_bound, "{:.3f}"), v.status,
+        v.mechanism, v.kind, v.noise or "-", v.relation or "-", v.scenario or "-", opt(v.group),
+        opt(v.w), opt(v.eps, "{:.2f}"), opt(v.sensitivity), opt(v.lower_bound, "{:.3f}"), v.status,
         counts, v.event or v.note,
     ]  # fmt: skip
 

@@ -21,14 +21,18 @@ from typing import Any
 import numpy as np
 
 from app.audit.features import STATUS_CODES, Runs, central_features, local_features, pattern_label
+from app.audit.noise import noise_variants
 from app.audit.pairs import (
     RELATIONS,
     SCENARIOS,
     CentralPair,
     LocalPair,
+    ball_pages,
     boundary_level,
     central_pair,
+    graph_cells,
     local_pair,
+    period_pair,
 )
 from app.client.clock import When
 from app.client.device import Device, Enrollment
@@ -56,6 +60,8 @@ class Case:
     run: Callable[[str, int, np.random.Generator, Progress], Runs]
     features: Callable[[Runs], Features]
     label: Callable[[int], str]
+    noise: str = ""
+    """The noise kind the mechanism was built with ("" where it has none: local oracles)."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +74,29 @@ class Settings:
     central_cases: tuple[tuple[str, str], ...] = tuple((r, s) for r in RELATIONS for s in SCENARIOS)
     """(relation, scenario) pairs audited per group of a central mechanism."""
     boundary_probes: int = 24
+    period_cases: tuple[tuple[str, str, bool], ...] = tuple(
+        (r, p, True) for r in RELATIONS for p in ("straddle", "sampled")
+    ) + tuple((r, "aligned", False) for r in RELATIONS)
+    """(relation, placement, strict) per group of a period mechanism (:func:`period_pair`)."""
+    graph_values: int = 2
+    """``l``: values the target holds per slot on a (w,n) mechanism's pages (its sensitivity
+    is ``l`` add/remove, ``2 l`` replace)."""
+    papers_noise: bool = True
+    """Also audit every noised mechanism with ``laplace``, the papers' variant, when the
+    service's default noise is another kind."""
+    trials: int = 2000
+    """Runs per input of each pair when the caller does not say."""
 
 
-QUICK = Settings(central_cases=(("add/remove", "boundary"), ("replace", "jumps")))
-"""The CI profile: one add/remove and one replace case per group."""
+QUICK = Settings(
+    central_cases=(("add/remove", "boundary"), ("replace", "jumps")),
+    period_cases=(("add/remove", "straddle", True), ("replace", "sampled", True)),
+    papers_noise=False,
+    trials=200,
+)
+"""The CI profile (``dpstream audit --quick``, ``tests/audit``): one add/remove and one replace
+case per group, the service's default noise only, 200 runs per input; the power controls run at
+their own trial counts."""
 
 
 # -- central ------------------------------------------------------------------------------------
@@ -116,31 +141,56 @@ class CentralAdapter:
         personalized = bool(getattr(cls, "personalized", True))
         groups = settings.personalized_groups if personalized else settings.static_groups
         out = []
-        for g in range(len(groups)):
-            level = 0
-            if any(scenario == "boundary" for _, scenario in settings.central_cases):
-                level = boundary_level(self.prober(cls, groups, g, settings.d, rng),
-                                       settings.boundary_probes)  # fmt: skip
-            for relation, scenario in settings.central_cases:
-                pair = central_pair(relation, scenario, g, groups, settings.d, level)  # type: ignore[arg-type]
-                out.append(self.case(name, cls, groups, pair))
+        for noise in noise_variants(name, cls, settings.papers_noise):
+            for g in range(len(groups)):
+                level = 0
+                if any(scenario == "boundary" for _, scenario in settings.central_cases):
+                    level = boundary_level(self.prober(cls, groups, g, settings.d, rng, noise),
+                                           settings.boundary_probes)  # fmt: skip
+                for relation, scenario in settings.central_cases:
+                    pair = self.pair(relation, scenario, g, groups, settings, level)
+                    if pair is not None:
+                        out.append(self.case(name, cls, groups, pair, noise=noise))
         return out
+
+    def pair(
+        self,
+        relation: str,
+        scenario: str,
+        group: int,
+        groups: tuple[Group, ...],
+        settings: Settings,
+        level: int,
+    ) -> CentralPair | None:
+        """The neighbouring pair of one case (None: the relation does not apply)."""
+        return central_pair(relation, scenario, group, groups, settings.d, level)  # type: ignore[arg-type]
 
     kind = "central"
 
     def case(
-        self, name: str, cls: Any, groups: Sequence[Group], pair: CentralPair, prefix_seed: int = 0
+        self,
+        name: str,
+        cls: Any,
+        groups: Sequence[Group],
+        pair: CentralPair,
+        prefix_seed: int = 0,
+        noise: str | None = None,
+        **params: Any,
     ) -> Case:
-        """The audit case of one pair (also used by the power controls).
+        """The audit case of one pair (also used by the power controls), with ``noise`` (None:
+        the class's own default) and extra constructor ``params``.
 
         The pair's prefix is played once (generator seeded with ``prefix_seed``); every trial
         starts from the state it left.
         """
         d = pair.a.shape[2]
-        pad = self._pad(cls.for_stream(d, list(groups)), pair.a.shape[0])
+        kw = {**params, "sensitivity": pair.sensitivity}
+        if noise is not None:
+            kw["noise"] = noise
+        start = cls.for_stream(d, list(groups), **kw)
+        pad = self._pad(start, pair.a.shape[0])
         a = np.concatenate([pair.a, np.repeat(pair.a[-1:], pad, axis=0)])
         b = np.concatenate([pair.b, np.repeat(pair.b[-1:], pad, axis=0)])
-        start = cls.for_stream(d, list(groups), sensitivity=pair.sensitivity)
         population = public_population(a, b)
         prefix_rng = np.random.default_rng(prefix_seed)
         for s in range(pair.prefix):
@@ -148,7 +198,7 @@ class CentralAdapter:
         blob = start.state_dict()
 
         def build() -> Any:
-            m = cls.for_stream(d, list(groups), sensitivity=pair.sensitivity)
+            m = cls.for_stream(d, list(groups), **kw)
             m.load_state(blob)
             return m
 
@@ -163,7 +213,7 @@ class CentralAdapter:
             name, self.kind, pair.relation, pair.scenario, pair.group, pair.claim,
             pair.sensitivity, slots, run,
             lambda runs: central_features(runs, mid, delta),
-            lambda code: pattern_label(code, slots),
+            lambda code: pattern_label(code, slots), str(start.noise),
         )  # fmt: skip
 
     def _pad(self, mechanism: Any, slots: int) -> int:
@@ -184,14 +234,21 @@ class CentralAdapter:
 
     @staticmethod
     def prober(
-        cls: Any, groups: Sequence[Group], g: int, d: int, rng: np.random.Generator
+        cls: Any,
+        groups: Sequence[Group],
+        g: int,
+        d: int,
+        rng: np.random.Generator,
+        noise: str | None = None,
     ) -> Callable[[int, int], float]:
+        kw = {} if noise is None else {"noise": noise}
+
         def publishes(level: int, probes: int) -> float:
             counts = np.zeros((len(groups), d), dtype=np.int64)
             counts[g, 0] = level
             users = [int(n) for n in counts.sum(axis=1)]  # the probe's fixed scenario, no pair
             fresh = [
-                cls.for_stream(d, list(groups)).step(counts, rng, users).fresh
+                cls.for_stream(d, list(groups), **kw).step(counts, rng, users).fresh
                 for _ in range(probes)
             ]
             return float(np.mean(fresh))
@@ -213,13 +270,16 @@ class _Configured:
 
 
 class GraphAdapter(CentralAdapter):
-    """(w,n) mechanisms over a public graph: central pairs on the class's test graph.
+    """(w,n) mechanisms over a public graph: central pairs under the (w,n) relation.
 
     The graph, ``n`` and the other extra parameters come from the class's ``test_params``; the
-    requirement is the static group. ``add/remove`` puts the target on page 0 at every window
-    slot (inside any (w,n) window); ``replace`` moves it between the adjacent pages 0 and 1,
-    which one spatial window covers only when ``n >= 2`` (spec seed-003 §1.4), so mechanisms
-    with ``n = 1`` are audited on ``add/remove`` only.
+    requirement is the static group. The (w,n) relation (the papers', ``app.dp.wn.ledger``)
+    protects a user's up to ``l`` values per slot on pages of one spatial window ``W_n(c)``
+    (within ``n - 1`` hops of a centre ``c``) for ``w`` slots. The auditor takes the centre
+    whose window holds the most pages and puts the target's ``l = Settings.graph_values``
+    values on the nearest ``l`` of them (``add/remove``, sensitivity ``l``); ``replace`` moves
+    them to the farthest ``l`` pages of the same window (sensitivity ``2 l``). A window of one
+    page (``n = 1``, RescueDP) holds one value and no replace.
     """
 
     kind = "graph"
@@ -231,11 +291,38 @@ class GraphAdapter(CentralAdapter):
         d = int(params.pop("d"))
         params.pop("groups", None)
         configured = _Configured(cls, params)
-        n = int(configured.for_stream(d, list(settings.static_groups)).n)
-        wanted = [c for c in settings.central_cases if n >= 2 or c[0] == "add/remove"]
-        local = Settings(d, settings.static_groups, settings.static_groups, tuple(wanted),
-                         settings.boundary_probes)  # fmt: skip
-        return super().cases(name, configured, local, rng)
+        probe = configured.for_stream(d, list(settings.static_groups))
+        balls = [ball_pages(probe.graph.hop_distances(c), int(probe.n)) for c in range(d)]
+        self.window = max(balls, key=len)  # the first centre with the largest window
+        self.values = settings.graph_values
+        groups = settings.static_groups
+        out = []
+        for noise in noise_variants(name, cls, settings.papers_noise):
+            level = 0
+            if any(scenario == "boundary" for _, scenario in settings.central_cases):
+                level = boundary_level(self.prober(configured, groups, 0, d, rng, noise),
+                                       settings.boundary_probes)  # fmt: skip
+            for relation, scenario in settings.central_cases:
+                pair = self.pair(relation, scenario, 0, groups, settings, level, d)
+                if pair is not None:
+                    out.append(self.case(name, configured, groups, pair, noise=noise))
+        return out
+
+    def pair(
+        self,
+        relation: str,
+        scenario: str,
+        group: int,
+        groups: tuple[Group, ...],
+        settings: Settings,
+        level: int,
+        d: int | None = None,
+    ) -> CentralPair | None:
+        cells = graph_cells(self.window, self.values, relation)  # type: ignore[arg-type]
+        if cells is None:
+            return None
+        return central_pair(relation, scenario, group, groups, d or settings.d, level,  # type: ignore[arg-type]
+                            cells_a=cells[0], cells_b=cells[1])  # fmt: skip
 
 
 # -- period -------------------------------------------------------------------------------------
@@ -245,14 +332,13 @@ def run_period(
     build: Callable[[], Any],
     counts: np.ndarray,
     population: list[int],
-    offset: int,
     trials: int,
     rng: np.random.Generator,
     progress: Progress,
 ) -> Runs:
     """Like :func:`run_central` for mechanisms whose ``step`` returns the releases that became
-    known at that slot (a period's releases at its end); mechanism slot ``offset + s + 1`` is
-    audited slot ``s``. ``counts`` must end on a period boundary so every slot is released."""
+    known at that slot (a period's releases at its end). Every trial runs from slot 1 of a
+    fresh mechanism; ``counts`` must end on a period boundary so every slot is released."""
     slots, _, d = counts.shape
     hist = np.full((trials, slots, d), np.nan)
     status = np.full((trials, slots), STATUS_CODES["skip"], dtype=np.int64)
@@ -260,46 +346,86 @@ def run_period(
         m = build()
         for s in range(slots):
             for r in m.step(counts[s], rng, population):
-                k = r.slot - offset - 1
-                if k >= 0:
-                    hist[i, k] = r.histogram
-                    status[i, k] = STATUS_CODES[r.status]
+                hist[i, r.slot - 1] = r.histogram
+                status[i, r.slot - 1] = STATUS_CODES[r.status]
         progress(1)
     if np.isnan(hist).any():
         raise RuntimeError("a period mechanism left audited slots unreleased")
     return Runs(hist, status)
 
 
-class PeriodAdapter(CentralAdapter):
+class PeriodAdapter:
     """Period mechanisms (``step`` returns the releases known at a slot, a period at its end).
 
-    Same pairs as central; the audit runs past the window to the end of its last period. With
-    the ``jumps`` prefix of ``w - 1`` slots the window straddles two periods (the case where a
-    per-period budget can double, spec seed-001 §1.6); ``boundary`` windows are aligned.
+    Pairs come from :func:`~app.audit.pairs.period_pair`, placed where a period's loss
+    concentrates: a window straddling two periods (all its slots changed, or only the two
+    always-sampled slots at the boundary) in strict mode, and a window inside one period in
+    non-strict mode (``strict=False``, the papers' setting, proved for aligned periods only).
+    Every trial runs the whole periods the window touches and observes every released slot:
+    a period's noise is shared by its slots (Fourier coefficients, reconstruction, features),
+    so slots the user did not change carry information too. The noise is the one the service
+    builds the mechanism with (:func:`~app.audit.noise.noise_variants`).
     """
 
     kind = "period"
 
-    def _pad(self, mechanism: Any, slots: int) -> int:
-        return -slots % int(mechanism.period)  # run to the end of the last period
+    def cases(
+        self, name: str, cls: Any, settings: Settings, rng: np.random.Generator
+    ) -> list[Case]:
+        params = dict(cls.test_params())
+        params.pop("d", None)
+        params.pop("groups", None)
+        groups = settings.personalized_groups
+        out = []
+        for noise in noise_variants(name, cls, settings.papers_noise):
+            seen = set()
+            for relation, placement, strict in settings.period_cases:
+                probe = cls.for_stream(settings.d, list(groups), noise=noise, strict=strict,
+                                       **params)  # fmt: skip
+                if probe.period == 1:  # periods of one slot: nothing straddles
+                    placement, strict = "aligned", True
+                if (relation, placement, strict) in seen:
+                    continue
+                seen.add((relation, placement, strict))
+                for g in range(len(groups)):
+                    pair = period_pair(relation, placement, g, groups, settings.d,  # type: ignore[arg-type]
+                                       int(probe.period))  # fmt: skip
+                    out.append(self.case(name, cls, groups, pair, noise, strict=strict,
+                                         **params))  # fmt: skip
+        return out
 
-    def _run(
+    def case(
         self,
-        build: Callable[[], Any],
-        counts: np.ndarray,
-        population: list[int],
-        prefix: int,
-        trials: int,
-        rng: np.random.Generator,
-        progress: Progress,
-    ) -> Runs:
-        return run_period(build, counts, population, prefix, trials, rng, progress)
+        name: str,
+        cls: Any,
+        groups: Sequence[Group],
+        pair: CentralPair,
+        noise: str | None = None,
+        **params: Any,
+    ) -> Case:
+        """The audit case of one period pair (also used by the power controls)."""
+        d = pair.a.shape[2]
+        kw = {**params, "sensitivity": pair.sensitivity}
+        if noise is not None:
+            kw["noise"] = noise
+        probe = cls.for_stream(d, list(groups), **kw)
+        population = public_population(pair.a, pair.b)
 
-    @staticmethod
-    def prober(
-        cls: Any, groups: Sequence[Group], g: int, d: int, rng: np.random.Generator
-    ) -> Callable[[int, int], float]:
-        return lambda level, probes: 1.0  # no data-dependent decision: no boundary
+        def build() -> Any:
+            return cls.for_stream(d, list(groups), **kw)
+
+        def run(side: str, trials: int, rng: np.random.Generator, progress: Progress) -> Runs:
+            counts = pair.a if side == "A" else pair.b
+            return run_period(build, counts, population, trials, rng, progress)
+
+        slots = pair.a.shape[0]
+        mid, delta = pair.mid, pair.delta
+        scenario = pair.scenario + ("" if getattr(probe, "strict", True) else ", non-strict")
+        return Case(
+            name, self.kind, pair.relation, scenario, pair.group, pair.claim, pair.sensitivity,
+            slots, run, lambda runs: central_features(runs, mid, delta),
+            lambda code: pattern_label(code, slots), str(probe.noise),
+        )  # fmt: skip
 
 
 # -- local --------------------------------------------------------------------------------------
@@ -332,7 +458,11 @@ def run_local(
         if hist.shape[2] == 0:
             hist = np.empty((trials, pair.slots, m.d))
         group_of = np.repeat(np.arange(len(m.group_users)), m.group_users)
-        target = device(Enrollment(pair.target, pair.claim.w, pair.claim.eps, pair.group))
+        target = device(
+            Enrollment(
+                pair.target, pair.claim.w, pair.claim.eps, pair.group, slot_s=1.0, origin_s=0.0
+            )
+        )  # fmt: skip  (When.offline's grid)
         for s in range(pair.slots):
             request = m.open_slot(rng)
             while request is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from app.audit.report import exit_code
+from app.audit.runners import QUICK
 from app.audit.verdict import Verdict
 from app.cli import main
 
@@ -19,12 +20,26 @@ def test_audit_verb_prints_json_and_exits_zero(capsys):
     first = out["verdicts"][0]
     assert {"lower_bound", "eps", "event", "trials", "confidence", "counts"} <= set(first)
     assert first["confidence"] == 0.95 and first["trials"] == 20
+    assert first["noise"] == "geometric"  # the service's default noise
+
+
+def test_quick_is_the_ci_profile_and_reports_each_mechanism(capsys):
+    # --quick alone runs QUICK.trials per input (it ran 2000 before issue 22) and prints a line
+    # to stderr as each mechanism's audit ends
+    assert main(["audit", "uniform", "pegasus", "--quick", "--no-controls", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert {v["trials"] for v in out["verdicts"]} == {QUICK.trials}
+    lines = captured.err.splitlines()
+    assert lines[0].startswith("audit: 2 mechanisms and controls")
+    assert lines[1].startswith("audit [1/2] uniform (central): 2 cases")
+    assert lines[2].startswith("audit [2/2] pegasus (period):")
 
 
 def test_audit_verb_prints_a_table(capsys):
     assert main(["audit", "sample", "--quick", "--trials", "20", "--no-controls"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split()[:3] == ["mechanism", "kind", "relation"]
+    assert out.splitlines()[0].split()[:4] == ["mechanism", "kind", "noise", "relation"]
     assert "sample" in out and "verdicts at 95% confidence" in out
 
 

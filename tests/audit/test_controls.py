@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 
 from app.audit.controls import CONTROLS, LPUTwice
+from app.audit.noise import service_noise
 from app.audit.pairs import local_pair
 from app.audit.run import run_audit
 from app.audit.runners import QUICK, LocalAdapter
 from app.audit.verdict import audit_case
-from app.dp.registry import names
+from app.dp.period.optstream import OptStream
+from app.dp.registry import get, names
 
 SEED = 20261123
 
@@ -30,6 +32,22 @@ def test_control_is_caught(control):
         # w = 10, eps = 1: the true loss is 10; the issue asks for a bound well above 1
         assert (verdict.w, verdict.eps) == (10, 1.0)
         assert verdict.lower_bound > 2.0
+
+
+@pytest.mark.parametrize(
+    ("name", "relation", "noise"),
+    [
+        ("uniform-1.5x-replace", "replace", service_noise("uniform", get("uniform"))),
+        ("local-1.5eps", "replace value", ""),
+        ("period-2x", "add/remove", service_noise("optstream", OptStream)),
+    ],
+)
+def test_issue_22_controls_run_on_the_service_path(name, relation, noise):
+    # issue 22: a 1.5x under-noised central mechanism on replace pairs, a device perturbing at
+    # 1.5 eps and a period mechanism spending 2x per window, with the noise the service builds
+    (control,) = [c for c in CONTROLS if c.name == name]
+    case = control.build()
+    assert (case.relation, case.noise) == (relation, noise)
 
 
 def test_controls_are_never_registered():

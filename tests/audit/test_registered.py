@@ -1,7 +1,8 @@
 """Every registered mechanism passes the quick audit: no lower bound above its claimed eps.
 
-The CI profile (``QUICK``, ``TRIALS`` runs per input) is a smoke test with power only against
-gross violations; ``dpstream audit`` (2000 runs per input, all cases) is the real audit
+The CI profile (``QUICK``, ``TRIALS`` runs per input, the service's default noise) is a smoke
+test with power only against gross violations (the power controls of ``test_controls.py`` show
+which); ``dpstream audit`` (2000 runs per input, all cases) is the real audit
 (docs/audit.md). Registering a mechanism enrols it here, as in tests/dp/test_conformance.py;
 a kind without an adapter gets a "no adapter" verdict.
 """
@@ -12,10 +13,11 @@ import numpy as np
 import pytest
 
 from app.audit import ADAPTERS, QUICK, run_audit
+from app.audit.noise import service_noise
 from app.audit.verdict import cases_for
 from app.dp.registry import get, names
 
-TRIALS = 50
+TRIALS = QUICK.trials
 SEED = 20261123
 
 
@@ -34,6 +36,13 @@ def test_registered_mechanism_passes_the_quick_audit(name):
     else:
         assert [v.status for v in verdicts] == ["no adapter"]
         assert f"no adapter for kind {kind!r}" in verdicts[0].note
+    if kind in ("central", "period", "graph"):  # audited with what the service builds
+        assert {v.noise for v in verdicts} == {service_noise(name, get(name))}
+    if kind == "period" and name != "pegasus":  # periods of 3 slots: placed on the boundary
+        assert {v.scenario for v in verdicts} == {"straddle", "sampled"}
+    if kind == "graph":  # l = 2 values per slot inside one spatial window (1 if it is one page)
+        allowed = {("add/remove", 2), ("replace", 4)} if name != "rescuedp" else {("add/remove", 1)}
+        assert {(v.relation, v.sensitivity) for v in verdicts} == allowed
     if name == "pba":  # personalized central: every group, both relations
         assert {(v.group, v.w, v.eps) for v in verdicts} == {(0, 3, 1.0), (1, 2, 0.5)}
         assert {(v.relation, v.sensitivity) for v in verdicts} == {
