@@ -36,6 +36,8 @@ from app.stream.tally import ReportCollector
 from app.stream.topics import load_topics
 from tests.stream.agent import Clock
 
+OFFLINE_GRID = {"slot_s": 1.0, "origin_s": 0.0}  # the slot grid of When.offline
+
 SLOT_S = 10.0
 LEVELS = (("private", 4, 1.0), ("open", 2, 2.0))
 PLAN = (60, 40)
@@ -140,7 +142,7 @@ class Pipeline:
         self.collector = ReportCollector([self.stream])
         self.collector.assign(0)
         self.collector.partitions[0] = True
-        self.fleet = Fleet([Enrollment(user=i, w=4, eps=1.0) for i in range(USERS)])
+        self.fleet = Fleet([Enrollment(user=i, w=4, eps=1.0, **OFFLINE_GRID) for i in range(USERS)])
         self.rng = np.random.default_rng(seed)
         self.offset_of_slot: int | None = None
         self.spent: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
@@ -155,7 +157,8 @@ class Pipeline:
         name, w, eps = LEVELS[level]
         self.prefs.append(pref(len(self.prefs), user, name, wall))
         if t_next is None:  # nothing reported yet: the level from the start
-            self.fleet.devices[user] = Device(Enrollment(user=user, w=w, eps=eps, group=level))
+            enrollment = Enrollment(user=user, w=w, eps=eps, group=level, **OFFLINE_GRID)
+            self.fleet.devices[user] = Device(enrollment)
         else:
             self.fleet.devices[user].change_level(level, w, eps, t_next)
 
