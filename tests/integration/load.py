@@ -166,3 +166,19 @@ def wait_releases(kafka, topic: str, count: int, timeout_s: float, every_s: floa
         time.sleep(every_s)
         if len(kafka.read(topic, idle_s=0.3)) >= count:
             return
+
+
+def assert_verified(kafka, prefix: str, config_path, stream: str) -> None:
+    """End a fault test with ``dpstream verify`` over its topics: no violation for ``stream``
+    (the per-user accountant of :mod:`app.verify`, DESIGN invariant 6)."""
+    from pathlib import Path
+
+    from app.stream.config import load_settings
+    from app.verify import verify
+    from app.verify.report import to_text
+
+    env = {"DPSTREAM_BROKER": kafka.bootstrap, "DPSTREAM_TOPIC_PREFIX": prefix}
+    settings = load_settings(env, config=Path(config_path))
+    verdict = verify(settings, stream, idle_s=1.0, max_s=120.0)
+    print(f"\n{to_text(verdict)}")
+    assert verdict.ok, to_text(verdict, show_users=True)

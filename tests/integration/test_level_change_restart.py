@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from app.stream.partitioning import PRODUCER_CONFIG
-from tests.integration.load import releases_by_slot, wait_released
+from tests.integration.load import assert_verified, releases_by_slot, wait_released
 
 pytestmark = pytest.mark.integration
 
@@ -96,3 +96,4 @@ def test_a_restart_keeps_the_gap_of_a_backdated_change(kafka, worker_factory, tm
     print(f"\nwatched user counted per slot (1) across the kill: {watched}")
     assert watched.startswith("1") and watched.endswith("1"), watched
     assert len(runs) == 1 and len(runs[0]) >= GAP, f"one gap of >= {GAP} slots: {watched}"
+    assert_verified(kafka, prefix, config, "s")  # per user, on the topics (invariant 6)
