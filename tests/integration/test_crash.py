@@ -19,7 +19,13 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from tests.integration.load import SteadyLoad, account, releases_by_slot, wait_released
+from tests.integration.load import (
+    SteadyLoad,
+    account,
+    assert_verified,
+    releases_by_slot,
+    wait_released,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -123,3 +129,5 @@ def test_crash_storm_loses_no_value_and_releases_each_slot_once(
     assert result.unreleased == [], "every slot with data was released"
     unexplained = {s: n for s, n in result.lost.items() if s not in forced}
     assert unexplained == {}, "every lost value is in a slot closed on the timeout policy"
+    for stream in ("c", "u"):  # per user, on what the topics hold (invariant 6)
+        assert_verified(kafka, prefix, config, stream)
