@@ -207,3 +207,20 @@ def test_a_device_answering_twice_in_its_window(tmp_path: Path):
     found = verdict.violations[0]
     assert found.slots == (2,) and found.users == ("8",)
     assert verdict.levels[0].worst == pytest.approx(2.0)
+
+
+def test_a_rebalance_that_resets_levels(tmp_path: Path):
+    """Issue 21 item 1: a worker that forgot a partition's level histories counts its `loose`
+    user at the default level at once, with no gap, then at `loose` again."""
+    t, parts = central(tmp_path)
+    d = t.stream.d
+    p = partition_for(b"u1", PARTITIONS)
+    for slot in (107, 108):
+        v = (1 * 7 + slot) % 3
+        counts = list(parts[slot, p])
+        counts[d + v] -= 1  # out of loose ...
+        counts[v] += 1  # ... into the default level
+        replace_partial(t, slot, p, counts)
+    verdict = judge(t.stream, t.snap)
+    assert "wrong_group" in verdict.kinds(), to_text(verdict)
+    assert {x.slots for x in verdict.violations if x.kind == "wrong_group"} == {(107,), (108,)}
