@@ -132,6 +132,14 @@ LATE_PARTIALS = Counter(
     ["stream"],
     registry=REGISTRY,
 )
+INTERNAL_REFUSED = Counter(
+    "dpstream_internal_refused",
+    "Internal partials-topic messages the release agent refused (reason: partition, a "
+    "partition the source topic does not have; future, progress or a slot beyond the wall "
+    "clock plus the stream's allowed skew). Any is a fault or an attack on the internal topic.",
+    ["stream", "reason"],
+    registry=REGISTRY,
+)
 READY = Gauge(
     "dpstream_ready",
     "1 when the worker is ready (consuming, releasing on time, broker reachable), else 0.",

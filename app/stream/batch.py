@@ -102,6 +102,13 @@ class BatchConsumer(Service):
         self.failed = ""
         """Why this service refuses to go on (empty: it does not)."""
         self._targets: dict[int, int] = {}
+        self._rebalancing = False
+        """Between a revocation and the assignment that ends the rebalance: the side input
+        waits (the collector holds no partition to read it for)."""
+        self._side_stale: set[int] = set()
+        """Co-partitioned side partitions whose source partition was revoked since the last
+        read: the collector forgot their records, so they are read again even if the same
+        partition comes back to this worker in the same rebalance."""
         self._consumer: AIOKafkaConsumer | None = None
         self._side: AIOKafkaConsumer | None = None
         self._producer: AIOKafkaProducer | None = None
@@ -152,10 +159,12 @@ class BatchConsumer(Service):
             self._targets[tp.partition] = int(ends.get(tp, 0))
         if assigned:
             self.consuming = False  # the new partitions catch up before anything closes
+        self._rebalancing = False
         parts = sorted(tp.partition for tp in assigned)
         log.info("%s assigned partitions=%s", self.shortlabel, parts)
 
     async def on_revoked(self, revoked: list[TopicPartition]) -> None:
+        self._rebalancing = True
         if revoked and self._consumer is not None:
             try:
                 await self._commit(revoked)
@@ -165,6 +174,7 @@ class BatchConsumer(Service):
         for tp in revoked:
             self.collector.revoke(tp.partition)
             self._targets.pop(tp.partition, None)
+            self._side_stale.add(tp.partition)
         self.consuming = False
 
     # -- offsets, sends -----------------------------------------------------------------------
@@ -209,6 +219,8 @@ class BatchConsumer(Service):
         consumer = self._side
         assert consumer is not None
         if self.co_partitioned:
+            if self._rebalancing:
+                return
             await self._follow_assignment(consumer)
         elif not consumer.assignment():
             parts = consumer.partitions_for_topic(self.side_input)
@@ -239,10 +251,16 @@ class BatchConsumer(Service):
 
     async def _follow_assignment(self, consumer: AIOKafkaConsumer) -> None:
         """Co-partitioned side input: read the side partitions of the assigned source
-        partitions; a newly assigned one from its beginning, the others where they were."""
+        partitions; a newly assigned one from its beginning, the others where they were.
+
+        A partition revoked since the last read counts as newly assigned, also when the same
+        rebalance gave it back: its revocation made the collector forget what its records set
+        (a kept partition read on from where it was would leave its users at the default).
+        """
+        stale = {TopicPartition(self.side_input, p) for p in self._side_stale}
         want = {TopicPartition(self.side_input, p) for p in self.collector.partitions}
-        have = set(consumer.assignment())
-        if want == have:
+        have = set(consumer.assignment()) - stale
+        if want == have and not stale:
             return
         kept = {tp: await consumer.position(tp) for tp in want & have}
         new = sorted(want - have, key=lambda tp: tp.partition)
@@ -252,6 +270,7 @@ class BatchConsumer(Service):
             consumer.seek(tp, position)
         if fresh := [tp for tp in new if tp not in starts]:
             await consumer.seek_to_beginning(*fresh)
+        self._side_stale -= {tp.partition for tp in stale}
 
     async def _side_starts(self, new: list[TopicPartition]) -> dict[TopicPartition, int]:
         """Where to start reading newly assigned co-partitioned side partitions (absent: from

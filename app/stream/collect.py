@@ -28,7 +28,13 @@ of healthy fetching, so events that producers buffered through the gap arrive be
 slots they belong to close. A replay after a crash or rebalance therefore closes slots as it
 reads past them, never because the wall clock moved on. Events of a slot the partition already
 closed are ``late`` and dropped. ``clock: event`` streams (replays of recorded data) use the
-largest event time seen in any partition.
+largest event time the stream saw in any partition (one watermark per stream, so one stream's
+clock never moves another's).
+
+No event moves a clock into the future: an event stamped past the stream's horizon (the wall
+clock plus the allowed skew, :meth:`~app.stream.slots.SlotClock.horizon`) is ``bad_time`` on
+either clock, so a single record can neither close the open slots of a ``clock: event`` stream
+nor make the stage emit a run of empty partials.
 
 Offsets: :meth:`Collector.commit_offset` is the smallest offset still feeding an open slot of
 the partition, so committing it and replaying from it after a crash rebuilds exactly the open
@@ -60,8 +66,6 @@ from app.stream.records import Domain, decode_event
 
 MAX_EMPTY_GAP = 1000
 """At most this many consecutive empty partials are emitted for a partition at once."""
-MAX_FUTURE_S = 60.0
-"""With ``clock: wall``, events more than this (or two slots) ahead of now are ``bad_time``."""
 PARTITION_CACHE = 1 << 20
 """Keys whose partition is remembered (the cache is cleared when it grows past this)."""
 
@@ -123,7 +127,8 @@ class Collector:
         self.partitions_total = partitions_total
         self.partitions: dict[int, PartitionSlots] = {}
         self.preferences = Preferences()
-        self.watermark: float | None = None
+        self.watermark: dict[str, float] = {}
+        """Per ``clock: event`` stream, the largest event time seen in any partition."""
         self.outcomes: Counter[tuple[str, str]] = Counter()
         self._slot_s = {sid: s.slot_s for sid, s in self.streams.items()}
         # Sum streams' bounds (empty when every stream counts: one falsy test per event).
@@ -211,7 +216,8 @@ class Collector:
         buckets, min_offset, closed_through = part.buckets, part.min_offset, part.closed_through
         streams, domains, slot_s, partition_of = (
             self.streams, self.domains, self._slot_s, self._partition_of)  # fmt: skip
-        sums = self._alpha
+        sums, watermark = self._alpha, self.watermark
+        horizon = {sid: s.slots.horizon(wall_now) for sid, s in streams.items()}
         counted: Counter[tuple[str, str]] = Counter()
         bad: list[tuple[BadEvent, Any]] = []
         max_ts = part.max_ts
@@ -225,11 +231,10 @@ class Collector:
                 if (p if p is not None else self._partition(key)) != partition:
                     raise BadEvent("wrong_partition", "not the partition the user's key hashes to")
                 stream = streams[sid]
-                if stream.clock == "wall":
-                    if ts > wall_now + max(MAX_FUTURE_S, 2 * stream.slot_s):
-                        raise BadEvent("bad_time", f"ts {ts} is in the future")
-                elif self.watermark is None or ts > self.watermark:
-                    self.watermark = ts
+                if ts > horizon[sid]:
+                    raise BadEvent("bad_time", f"ts {ts} is past the allowed clock skew")
+                if stream.clock == "event" and ts > watermark.get(sid, -math.inf):
+                    watermark[sid] = ts
             except BadEvent as exc:
                 bad.append((exc, rec))
                 continue
@@ -270,7 +275,7 @@ class Collector:
         """The event time up to which ``partition`` is complete for ``stream`` (None: unknown)."""
         part = self.partitions[partition]
         if stream.clock == "event":
-            return self.watermark
+            return self.watermark.get(stream.id)
         if part.fetched_at - part.healthy_since >= stream.grace_s:
             # Never past the wall clock: events stamped in the future (clock skew, or a producer
             # stamping ahead) must not close slots before their time.

@@ -5,19 +5,26 @@ written; the collect stage, both release drivers and the wire records all go thr
 
 Slot ``s`` covers ``[s * slot_s, (s + 1) * slot_s)`` in Unix seconds. A slot may close once
 the time that proves it complete (an event-time watermark, or the wall clock) has passed its
-end plus ``grace_s``.
+end plus ``grace_s``. No input may claim a time past :meth:`SlotClock.horizon`, the wall clock
+plus the allowed skew (:data:`MAX_SKEW_S` or two slots, whichever is longer): events beyond it
+are dead-lettered, progress and slots beyond it refused by the release agent.
 
 >>> c = SlotClock(slot_s=2.0, grace_s=0.5)
 >>> c.slot_of(10.0), c.start(5), c.end(5)
 (5, 10.0, 12.0)
 >>> c.last_closable(12.4), c.last_closable(12.5)
 (4, 5)
+>>> c.horizon(1000.0)
+1060.0
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+MAX_SKEW_S = 60.0
+"""How far ahead of the wall clock an input's time may be (at least two slots)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,11 @@ class SlotClock:
     def due(self, slot: int) -> float:
         """The time at which ``slot`` may close: its end plus the grace period."""
         return self.end(slot) + self.grace_s
+
+    def horizon(self, now: float) -> float:
+        """The latest time any input (an event, a progress tick, a slot) may claim at wall
+        time ``now``: a producer's clock may run ahead, but by no more than this."""
+        return now + max(MAX_SKEW_S, 2 * self.slot_s)
 
     def last_closable(self, now: float) -> int:
         """The last slot whose end plus grace is at or before ``now``."""

@@ -160,6 +160,7 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         if app.rebalancing:
             reasons.append("rebalancing")
         reasons += releaser.failed.values()
+        reasons += releaser.guard.reasons(time.time())
         reasons += overdue(settings, time.time(), releaser.central.start_slot)
         return "; ".join(reasons)
 

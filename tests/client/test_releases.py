@@ -20,6 +20,7 @@ from app.stream.config import load_settings
 from app.stream.records import RELEASE_SCHEMA, encode_partial, encode_tick
 from app.stream.release import Releaser
 from app.stream.topics import load_topics
+from tests.stream.agent import sized_topics
 
 YAML = """
 streams:
@@ -61,8 +62,8 @@ def _releases(tmp_path, fail_first_publish: bool) -> list[bytes]:
         async def persist():
             return None
 
-        r = Releaser(settings, load_topics(), ledger, slots, produce, persist, clock=lambda: now[0])
-        return r
+        return Releaser(settings, sized_topics(), ledger, slots, produce, persist,
+                        clock=lambda: now[0])  # fmt: skip
 
     def run(r, raw, at):
         now[0] = at

@@ -45,6 +45,8 @@ class SteadyLoad:
             {"bootstrap.servers": bootstrap, "linger.ms": 5, **PRODUCER_CONFIG}
         )
         self.truth: dict[str, dict[int, np.ndarray]] = defaultdict(dict)
+        self.values: dict[str, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
+        """Per stream and slot, each user's acknowledged value."""
         self.stop = threading.Event()
         self.last_ts = 0.0
         self._rnd = random.Random(seed)
@@ -67,6 +69,7 @@ class SteadyLoad:
         slot = math.floor(ev["ts"] / self.slot_s)
         hist = self.truth[ev["stream"]].setdefault(slot, np.zeros(self.d, dtype=np.int64))
         hist[ev["value"]] += 1
+        self.values[ev["stream"]][slot][ev["user"]] = ev["value"]
 
     def _run(self) -> None:
         sent: set[tuple[int, int]] = set()

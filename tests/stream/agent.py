@@ -9,6 +9,7 @@ RocksDB tables, with a :class:`Clock` of its own (``r.clock``); :func:`run` hand
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -27,6 +28,16 @@ class Clock:
         return self.now
 
 
+def sized_topics(events: int = 1, reports: int = 1) -> Topics:
+    """The deployment's topics with ``events`` and ``reports`` of the given partition counts
+    (the release agent refuses messages naming another count)."""
+    base = load_topics()
+    sizes = {"events": events, "reports": reports}
+    specs = tuple(dataclasses.replace(s, partitions=sizes.get(s.role, s.partitions))
+                  for s in base.specs)  # fmt: skip
+    return dataclasses.replace(base, specs=specs)
+
+
 async def _persisted() -> None:
     return None
 
@@ -40,7 +51,7 @@ def agent(
 ) -> Releaser:
     """A release agent whose broker acknowledges every changelog write at once."""
     clock = Clock()
-    r = Releaser(settings, topics or load_topics(), ledger, slots, produce, _persisted,
+    r = Releaser(settings, topics or sized_topics(), ledger, slots, produce, _persisted,
                  clock=clock)  # fmt: skip
     r.clock = clock  # type: ignore[attr-defined]
     return r

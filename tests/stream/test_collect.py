@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from app.stream.collect import Collector
+from app.stream.collect import Collector, Record
 from app.stream.config import load_streams
 from app.stream.errors import BadEvent
 from app.stream.partitioning import partition_for
@@ -182,3 +182,48 @@ def test_a_revoked_partition_takes_its_users_levels_along(tmp_path):
     c.revoke(2)
     assert set(c.preferences.users) == set(users) - gone
     assert not c.owns(next(iter(gone)).encode(), 2)
+
+
+EVENT_CLOCKS = """
+streams:
+  - id: rec
+    labels: [a, b, c]
+    slot_s: 10
+    grace_s: 1
+    clock: event
+    levels: [{name: only, w: 2, eps: 1.0}]
+  - id: old
+    labels: [a, b, c]
+    slot_s: 10
+    grace_s: 1
+    clock: event
+    levels: [{name: only, w: 2, eps: 1.0}]
+"""
+
+
+def test_no_event_moves_an_event_clock_past_the_horizon(tmp_path):
+    """Issue 21 item 2: one event a month ahead is ``bad_time`` on an event-clock stream too,
+    and one stream's watermark never moves another's."""
+    path = tmp_path / "s.yaml"
+    path.write_text(EVENT_CLOCKS)
+    c = Collector(load_streams(path, env={}), partitions_total=1)
+    c.assign(0)
+    c.partitions[0].caught_up = True
+    wall = 1_000_000.0
+    recorded = [
+        msgpack.packb({"stream": "rec", "user": "u", "ts": wall - 500, "value": 0}),
+        msgpack.packb({"stream": "old", "user": "u", "ts": 5_000.0, "value": 1}),
+    ]
+    ahead = msgpack.packb({"stream": "rec", "user": "m", "ts": wall + 30 * 86_400, "value": 0})
+    assert c.add_batch(0, [Record(0, b"u", recorded[0]), Record(1, b"u", recorded[1])], wall) == []
+    bad = c.add_batch(0, [Record(2, b"m", ahead)], wall)
+    assert [exc.reason for exc, _ in bad] == ["bad_time"]
+    streams = {s.id: s for s in c.streams.values()}
+    assert c.progress(streams["rec"], 0) == wall - 500
+    assert c.progress(streams["old"], 0) == 5_000.0
+    edge = streams["rec"].slots.horizon(wall)
+    at_edge = msgpack.packb({"stream": "rec", "user": "e", "ts": edge, "value": 0})
+    assert c.add_batch(0, [Record(3, b"e", at_edge)], wall) == []
+    partials, _ = c.flush()
+    rec = [p.slot for p in partials if p.stream == "rec"]
+    assert len(rec) <= 2 + (edge - wall + 500) / 10, "at most the slots up to the horizon"

@@ -12,7 +12,7 @@ from app.stream import ledger_view
 from app.stream.config import load_settings
 from app.stream.records import encode_partial, encode_tick
 from app.stream.release import LedgerEntry, Releaser
-from app.stream.topics import load_topics
+from tests.stream.agent import sized_topics
 
 YAML = """
 streams:
@@ -41,7 +41,7 @@ def written(tmp_path):
     async def persist():
         return None
 
-    r = Releaser(settings, load_topics(), ledger, {}, produce, persist, clock=lambda: now[0])
+    r = Releaser(settings, sized_topics(), ledger, {}, produce, persist, clock=lambda: now[0])
     for raw, at in [
         (encode_tick("cen", {0: 10.6}, 1), 10.6),
         (encode_partial("cen", 10, 0, 1, [30, 2, 5, 9]), 11.6),

@@ -33,8 +33,7 @@ from app.stream.config import load_settings
 from app.stream.local_levels import LevelBook, PreferenceRecord
 from app.stream.records import encode_tally, encode_tick
 from app.stream.tally import ReportCollector
-from app.stream.topics import load_topics
-from tests.stream.agent import Clock
+from tests.stream.agent import Clock, sized_topics
 
 OFFLINE_GRID = {"slot_s": 1.0, "origin_s": 0.0}  # the slot grid of When.offline
 
@@ -122,7 +121,7 @@ class Pipeline:
 
         settings = _stream(tmp_path, mech)
         self.stream = settings.stream("pl")
-        self.topics = load_topics()
+        self.topics = sized_topics()
         self.sent: list[tuple[str, bytes]] = []
         self.prefs: list[PreferenceRecord] = []
         self.clock = Clock()

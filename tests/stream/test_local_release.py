@@ -7,8 +7,7 @@ import msgpack
 from app.dp.local.wire import CollectionRequest
 from app.stream.config import load_settings
 from app.stream.records import encode_tally, encode_tick
-from app.stream.topics import load_topics
-from tests.stream.agent import agent
+from tests.stream.agent import agent, sized_topics
 from tests.stream.agent import run as agent_run
 
 YAML = """
@@ -33,7 +32,7 @@ def make(tmp_path, ledger, slots, sent, fail_on=None):
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
     settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
-    topics = load_topics()
+    topics = sized_topics(reports=2)
 
     async def produce(topic, key, value):
         if topic == fail_on:

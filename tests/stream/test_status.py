@@ -14,7 +14,7 @@ from app.stream import status
 from app.stream.config import load_settings
 from app.stream.records import encode_partial, encode_tick
 from app.stream.release import LedgerEntry, Releaser
-from app.stream.topics import load_topics
+from tests.stream.agent import sized_topics
 
 YAML = """
 streams:
@@ -47,7 +47,7 @@ def released(tmp_path):
     async def persist():
         return None
 
-    r = Releaser(settings, load_topics(), ledger, {}, produce, persist, clock=lambda: now[0])
+    r = Releaser(settings, sized_topics(), ledger, {}, produce, persist, clock=lambda: now[0])
 
     def run(raw, at):
         now[0] = at

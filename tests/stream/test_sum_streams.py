@@ -17,7 +17,7 @@ from app.stream.config import load_settings, load_streams
 from app.stream.errors import BadEvent, ConfigError
 from app.stream.records import REASONS, Domain, decode_event, encode_partial, encode_tick
 from app.stream.release import Releaser
-from app.stream.topics import load_topics
+from tests.stream.agent import sized_topics
 
 ALPHA = 50.0
 
@@ -255,7 +255,7 @@ def test_the_release_driver_hands_the_merged_float_sums_to_the_mechanism(tmp_pat
         return None
 
     now = [0.0]
-    r = Releaser(settings, load_topics(), {}, {}, produce, persist, clock=lambda: now[0])
+    r = Releaser(settings, sized_topics(events=2), {}, {}, produce, persist, clock=lambda: now[0])
 
     def run(raw, t):
         now[0] = t

@@ -3,6 +3,7 @@
 - :mod:`~app.stream.release.entry`: the typed ledger entry and its codec;
 - :mod:`~app.stream.release.protocol`: the numbered slot release protocol (record, persist,
   publish, mark), written once, with its metrics;
+- :mod:`~app.stream.release.guard`: what the agent refuses from the internal topic;
 - :mod:`~app.stream.release.central`: closing slots on the partitions' progress (central mode);
 - :mod:`~app.stream.release.local`: collection rounds and releases (local mode).
 
@@ -27,6 +28,7 @@ from app.stream.local_levels import ReadPreferences
 from app.stream.records import decode_internal
 from app.stream.release.central import CentralDriver
 from app.stream.release.entry import LedgerEntry
+from app.stream.release.guard import Guard
 from app.stream.release.local import LocalDriver
 from app.stream.release.protocol import Persist, Produce, Publisher, StateMismatch
 from app.stream.topics import Topics
@@ -51,6 +53,12 @@ class Releaser:
         preferences: ReadPreferences | None = None,
     ) -> None:
         self.settings = settings
+        self.clock = clock
+        self.guard = Guard()
+        self._partitions = {
+            "central": topics.spec("events").partitions,
+            "local": topics.spec("reports").partitions,
+        }
         self.publisher = Publisher(settings, topics, ledger, produce, persist)
         self.central = CentralDriver(self.publisher, slots, clock)
         self.local = LocalDriver(self.publisher, slots, clock, preferences)
@@ -67,6 +75,11 @@ class Releaser:
             log.warning("partial for unconfigured stream stream=%s", sid)
             return
         if sid in self.failed:
+            return
+        mode, now = ("local" if stream.local else "central"), self.clock()
+        reason = self.guard.refusal(stream.slots, mode, msg, self._partitions[mode], now)
+        if reason is not None:
+            self.guard.refuse(sid, reason, msg, now)
             return
         driver = self.local if stream.local else self.central
         try:

@@ -21,7 +21,8 @@ the stream (after a restart, or after a silence of :data:`SILENCE_S`, e.g. a bro
 whichever is later: a restart or an outage never turns replayed slots into timeouts. A partial
 for a slot already released counts in ``dpstream_late_partials_total`` and is dropped.
 
-A stream's first release is the last slot closable at the moment the driver first hears of it.
+A stream's first release is the last slot closable at the moment the driver first hears of it
+(on ``clock: event``: at the progress it hears first, or the first partial's slot).
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class CentralDriver:
             for p, t in msg["progress"].items():
                 heard[int(p)] = now
                 progress[int(p)] = max(progress.get(int(p), -math.inf), float(t))
-        next_slot = self._next_slot(stream, entry, now)
+        first = int(msg["slot"]) if msg.get("kind") == "partial" else None
+        next_slot = self._next_slot(stream, entry, now, first)
         if msg.get("kind") == "partial":
             heard[int(msg["partition"])] = now
             self._merge(stream, msg, next_slot)
@@ -91,13 +93,26 @@ class CentralDriver:
         await self._close_due(stream, partitions, now)
 
     # -- state --------------------------------------------------------------------------------
-    def _next_slot(self, stream: StreamConfig, entry: LedgerEntry | None, now: float) -> int:
+    def _next_slot(
+        self,
+        stream: StreamConfig,
+        entry: LedgerEntry | None,
+        now: float,
+        partial: int | None = None,
+    ) -> int:
+        """The slot to release next. A stream's first is the last slot closable at its clock:
+        the wall clock, or on ``clock: event`` the progress heard so far, or before any tick
+        the slot of the first partial (``partial``: the collect stage sends it before the
+        tick of the same flush; the wall clock would skip a replay of older data whole)."""
         if entry is not None and entry.next_slot is not None:
             return entry.next_slot
         if stream.id not in self.start_slot:
             seen = self._progress.get(stream.id, {})
-            clock = max(seen.values()) if stream.clock == "event" and seen else now
-            self.start_slot[stream.id] = stream.slots.last_closable(clock)
+            if stream.clock == "event" and not seen and partial is not None:
+                self.start_slot[stream.id] = partial
+            else:
+                clock = max(seen.values()) if stream.clock == "event" and seen else now
+                self.start_slot[stream.id] = stream.slots.last_closable(clock)
         return self.start_slot[stream.id]
 
     def _open(self, sid: str) -> dict[int, dict[str, Any]]:
