@@ -17,7 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.load import SteadyLoad, account, releases_by_slot, wait_released
+from tests.integration.load import (
+    SteadyLoad,
+    account,
+    assert_verified,
+    releases_by_slot,
+    wait_released,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -79,3 +85,4 @@ def test_a_broker_pause_is_seen_and_loses_nothing(kafka, broker, worker_factory,
           f"({reasons}), green {back_after:.1f} s after SIGCONT")  # fmt: skip
     assert result.over == {} and result.unreleased == []
     assert result.lost == {}, "every acknowledged value reached a release"
+    assert_verified(kafka, prefix, config, "u")  # per user, on the topics (invariant 6)
