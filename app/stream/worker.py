@@ -211,5 +211,35 @@ def run(settings: Settings) -> int:
         quiet=True,
         redirect_stdouts=False,
     )
-    worker.execute_from_commandline()
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as exc:
+        return exit_code(exc.code, worker.crash_reason)
     return 0
+
+
+def exit_code(code: object, reason: BaseException | None) -> int:
+    """The worker's exit status once Faust stopped, from Faust's ``SystemExit`` code.
+
+    Faust exits 1 when any service crashed, also when the only crash was an offset commit lost
+    to a rebalance (a stop during a rebalance: "No partitions assigned", "Partition ... is not
+    assigned", "group has already rebalanced"). Such a commit costs nothing here: processing is
+    at least once and the release protocol makes a replayed record harmless, so a graceful stop
+    that lost one exits 0, with a warning; any other crash keeps its status.
+    """
+    from aiokafka.errors import (
+        CommitFailedError,
+        IllegalGenerationError,
+        IllegalStateError,
+        RebalanceInProgressError,
+        UnknownMemberIdError,
+    )
+
+    lost = (CommitFailedError, IllegalStateError, IllegalGenerationError,
+            RebalanceInProgressError, UnknownMemberIdError)  # fmt: skip
+    status = code if isinstance(code, int) else (0 if code is None else 1)
+    if status != 0 and isinstance(reason, lost):
+        log.warning("stopped after an offset commit lost to a rebalance (%r); its records are "
+                    "read again by the partition's next owner", reason)  # fmt: skip
+        return 0
+    return status
