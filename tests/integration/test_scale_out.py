@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.load import SteadyLoad, account, releases_by_slot, wait_released
+from tests.integration.load import (
+    SteadyLoad,
+    account,
+    assert_verified,
+    releases_by_slot,
+    wait_released,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -76,3 +82,5 @@ def test_workers_join_and_leave_without_loss(kafka, worker_factory, tmp_path: Pa
         print(f"\nscale-out {sid}: {result}; force-closed slots {sorted(forced)}")
         assert result.over == {} and result.unreleased == []
         assert {s for s in result.lost if s not in forced} == set(), result.lost
+    for sid in STREAMS:  # per user, on what the topics hold (invariant 6)
+        assert_verified(kafka, prefix, config, sid)
