@@ -7,7 +7,8 @@ a synthetic event producer (users sending page categories whose popularity drift
 collection requests, enrolled on the stream's slot grid, ``slot_s`` from the streams file and
 origin 0, as the SDK requires: :func:`app.tools.simulator.enrollments`; streams from
 ``local_streams.yaml``), and
-prints the ``releases`` topic. Ctrl-C (or ``--duration``) stops everything it started. Without
+prints the ``releases`` topic. Ctrl-C, SIGTERM, SIGHUP or ``--duration`` stops everything it
+started. Without
 ``DPSTREAM_NOISE_KEY`` it uses a random key for this run only; with the embedded broker it uses a
 fresh state directory, since the broker's data dies with it.
 """
@@ -170,8 +171,32 @@ def check_streams(settings: Settings, local: bool) -> None:
         )
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (``kill``, ``timeout``, a supervisor) and SIGHUP stop the demo as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
 def run_demo(args: argparse.Namespace) -> int:
-    """The ``demo`` verb; returns 0 after Ctrl-C or ``--duration``."""
+    """The ``demo`` verb; returns 0 after Ctrl-C, SIGTERM, SIGHUP or ``--duration``.
+
+    Whichever stops it, the same clean-up runs: the producer threads, the worker (SIGTERM, then
+    SIGKILL after 30 s), the embedded broker and the temporary folder.
+    """
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {}
+    if main_thread:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, _interrupt)
+    try:
+        return _run_demo(args)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     broker: EmbeddedBroker | None = None
     if not env.get("DPSTREAM_NOISE_KEY") and not env.get("DPSTREAM_NOISE_KEY_FILE"):
@@ -251,6 +276,9 @@ def run_demo(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
+        # A second SIGTERM (a supervisor's repeat) must not cut the clean-up short.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         stop.set()
         for t in threads:
             t.join(10)
