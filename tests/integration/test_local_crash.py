@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from app.dp.local.wire import CollectionRequest, mask_users
-from tests.integration.load import wait_releases
+from tests.integration.load import assert_verified, wait_releases
 
 pytestmark = pytest.mark.integration
 
@@ -196,3 +196,4 @@ def test_kill9_in_rounds_never_replans_a_cohort_nor_releases_twice(
         f"rounds={len(by_round)} resent={resent} | reports={len(reports)} users={len(by_user)} "
         f"| devices: {stats}"
     )
+    assert_verified(kafka, prefix, config, "lc")  # every device within its window

@@ -17,7 +17,7 @@ import msgpack
 import pytest
 
 from app.stream.release.faults import KILL_AFTER_PERIOD_RECORD
-from tests.integration.load import SteadyLoad
+from tests.integration.load import SteadyLoad, assert_verified
 
 pytestmark = pytest.mark.integration
 
@@ -123,3 +123,4 @@ def test_optstream_releases_each_slot_once_in_periods_across_kills(
     assert spanning, "the mid-period kill fell inside a released slot"
     print(f"\nperiod crash: slots {first}..{slots[-1]}, self-kill after recording "
           f"{recorded_before}, outside kill in slot {spanning[0]}")  # fmt: skip
+    assert_verified(kafka, prefix, config, "o")  # per user, on the topics (invariant 6)
