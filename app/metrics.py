@@ -6,9 +6,10 @@ accepted, late or duplicate events and reports by outcome are data (differencing
 the releases would undo the noise), so :data:`EVENTS` and :data:`REPORTS` live in a separate
 registry that ``/metrics`` serves only when the operator opts in
 (``DPSTREAM_EXPOSE_DATA_COUNTS=true``; off by default and in the chart). Late data shows
-without them: :data:`LATE_PARTIALS` counts partitions' slot partials that came after their slot
-was released, whatever they held. The Grafana dashboard and the alert rules query only names
-defined here; ``tests/deploy`` checks that.
+without them: :data:`LATE_SLOTS` counts, per stream, the slots in which any value was dropped
+late (one bit per slot and worker, never how many values or users), and :data:`LATE_PARTIALS`
+the partitions' partials whose values the release stage discarded. The Grafana dashboard and
+the alert rules query only names defined here; ``tests/deploy`` checks that.
 
 Label conventions: ``stream`` is the stream id; ``level`` is the requirement level's name.
 """
@@ -127,9 +128,38 @@ SLOT_TIMEOUTS = Counter(
 )
 LATE_PARTIALS = Counter(
     "dpstream_late_partials",
-    "Partitions' slot partials that arrived after their slot was released (their events were "
-    "dropped as late), whatever they held.",
+    "Partitions' slot partials whose values were discarded: they arrived after their slot was "
+    "released and their values are not the ones the release holds (a replay of the released "
+    "content, an empty partial or one older than the stream's start is not counted).",
     ["stream"],
+    registry=REGISTRY,
+)
+LATE_SLOTS = Counter(
+    "dpstream_late_slots",
+    "Slots of the stream in which this worker dropped any value as late (at the collect stage "
+    "or as a discarded partial); each slot counts once per worker. It says which slots lost "
+    "data, never how many values or users.",
+    ["stream"],
+    registry=REGISTRY,
+)
+RELEASE_LAG_SLOTS = Gauge(
+    "dpstream_release_lag_slots",
+    "Slots that are due (end plus grace passed on the wall clock) and not closed yet by the "
+    "release stage this worker runs (clock: wall streams only; 0 when on time).",
+    ["stream"],
+    registry=REGISTRY,
+)
+RELEASE_LAG_SECONDS = Gauge(
+    "dpstream_release_lag_seconds",
+    "Wall time since the oldest due slot that is not closed yet became due (0 when on time).",
+    ["stream"],
+    registry=REGISTRY,
+)
+EVENT_LOOP_LAG_SECONDS = Gauge(
+    "dpstream_event_loop_lag_seconds",
+    "The worst delay of the worker's event loop over the last few seconds: how late a 0.1 s "
+    "timer ran (saturation: batches, decoding, a blocked call). Readiness says 'event loop "
+    "saturated' above 1 s instead of blaming the broker.",
     registry=REGISTRY,
 )
 INTERNAL_REFUSED = Counter(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -32,8 +33,10 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListen
 from aiokafka.errors import KafkaError
 from mode import Service
 
+from app import metrics
 from app.stream.config import Settings
 from app.stream.kafka import aiokafka_kwargs
+from app.stream.late import LateSlots
 from app.stream.policy import Policy
 from app.stream.topics import Topics
 
@@ -85,9 +88,12 @@ class BatchConsumer(Service):
         side_input: str,
         collector: Collecting,
         policy: Policy,
+        late: LateSlots | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.late = late or LateSlots()
+        """Where the slots that dropped input as late are counted (``dpstream_late_slots``)."""
         self.settings = settings
         self.topics = topics
         self.group_id = group_id
@@ -120,6 +126,7 @@ class BatchConsumer(Service):
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def on_start(self) -> None:
+        metrics.CONSUMER_LAG_SECONDS.labels(self.source).set(0)  # a series from the start
         kw = aiokafka_kwargs(self.settings)
         timeout_ms = int(self.settings.session_timeout_s * 1000)
         self._producer = AIOKafkaProducer(linger_ms=5, **kw)
@@ -176,6 +183,21 @@ class BatchConsumer(Service):
             self._targets.pop(tp.partition, None)
             self._side_stale.add(tp.partition)
         self.consuming = False
+
+    async def _lag(self, wall: float, newest: Mapping[int, float]) -> float:
+        """Seconds behind the source: the largest ``wall - newest[p]`` over the assigned
+        partitions not read to their end (``newest``: the time of the newest record read from
+        each partition), 0 when every partition is at its end."""
+        assert self._consumer is not None
+        consumer, lag = self._consumer, 0.0
+        for tp in consumer.assignment():
+            seen = newest.get(tp.partition, -math.inf)
+            highwater = consumer.highwater(tp)
+            if seen == -math.inf or highwater is None:
+                continue
+            if await consumer.position(tp) < highwater:
+                lag = max(lag, wall - seen)
+        return lag
 
     # -- offsets, sends -----------------------------------------------------------------------
     async def _commit(self, tps: list[TopicPartition]) -> None:

@@ -18,18 +18,20 @@ Requirement levels are applied when a slot closes, from the users' level histori
 counts; closing turns the dict into a ``groups x d`` count matrix with one ``bincount`` (and a
 correction for the few users with a level history).
 
-When a slot closes: each partition has a *progress* time, the event time up to which it is
-known to hold everything (:meth:`Collector.progress`), and a slot closes in a partition once
-that progress has passed the slot's end plus the stream's grace. Progress is the largest event
-time the partition delivered, or, when the consumer has read to the end of the partition, the
-time of that fetch. It only moves while the partition's fetches are *settled*: after a gap in
-fetch responses (a broker outage, a paused or restarted worker) it holds still for ``grace_s``
-of healthy fetching, so events that producers buffered through the gap arrive before the
-slots they belong to close. A replay after a crash or rebalance therefore closes slots as it
-reads past them, never because the wall clock moved on. Events of a slot the partition already
-closed are ``late`` and dropped. ``clock: event`` streams (replays of recorded data) use the
-largest event time the stream saw in any partition (one watermark per stream, so one stream's
-clock never moves another's).
+When a slot closes: each partition has a *progress* time, the event time up to which it is known
+to hold everything (:meth:`Collector.progress`), and a slot closes in a partition once that
+progress has passed the slot's end plus the stream's grace. Progress is the largest event time
+the partition delivered, or, when the consumer has read to the end of the partition, the time of
+that fetch. It only moves while the partition's fetches are *settled*: after a gap in fetch
+responses (a broker outage, a paused worker) it holds still for the producers' delivery horizon
+(``DPSTREAM_DELIVERY_HORIZON_S``, default 10 s; or ``grace_s`` if longer) of healthy fetching,
+so events that producers buffered through the gap arrive before the slots they belong to close,
+whatever the stream's ``grace_s``. The first fetch of a newly assigned partition is no gap (its
+backlog is in the topic): it waits ``grace_s`` only. A replay after a crash or rebalance
+therefore closes slots as it reads past them, never because the wall clock moved on. Events of a
+slot the partition already closed are ``late`` and dropped. ``clock: event`` streams (replays of
+recorded data) use the largest event time the stream saw in any partition (one watermark per
+stream, so one stream's clock never moves another's).
 
 No event moves a clock into the future: an event stamped past the stream's horizon (the wall
 clock plus the allowed skew, :meth:`~app.stream.slots.SlotClock.horizon`) is ``bad_time`` on
@@ -85,6 +87,9 @@ class PartitionSlots:
     at_end: bool = False
     healthy_since: float = math.inf
     """Start of the current run of fetch responses without a gap (inf: in a gap)."""
+    hold_s: float = 0.0
+    """How long progress stays still from ``healthy_since`` on, besides each stream's grace:
+    the producers' delivery horizon after a gap, 0 after the partition's first fetch."""
     progress: dict[str, float] = field(default_factory=dict)
     """Per stream, the progress reached (never moves back)."""
 
@@ -130,6 +135,8 @@ class Collector:
         self.watermark: dict[str, float] = {}
         """Per ``clock: event`` stream, the largest event time seen in any partition."""
         self.outcomes: Counter[tuple[str, str]] = Counter()
+        self.late_slots: set[tuple[str, int]] = set()
+        """``(stream, slot)`` pairs that dropped an event as late since :meth:`take_late_slots`."""
         self._slot_s = {sid: s.slot_s for sid, s in self.streams.items()}
         # Sum streams' bounds (empty when every stream counts: one falsy test per event).
         self._alpha = {sid: s.alpha for sid, s in self.streams.items() if s.alpha is not None}
@@ -151,15 +158,20 @@ class Collector:
         return partition in self.partitions and self._partition(key) == partition
 
     def observe_fetch(
-        self, partition: int, fetched_at: float, at_end: bool, gap_s: float
+        self, partition: int, fetched_at: float, at_end: bool, gap_s: float, hold_s: float = 0.0
     ) -> None:
         """A fetch response for ``partition`` came at ``fetched_at`` (wall time); ``at_end``:
         the consumer's position had reached the partition's end. A response more than
-        ``gap_s`` after the previous one starts a new healthy run (see the module)."""
+        ``gap_s`` after the previous one starts a new healthy run, during whose first
+        ``hold_s`` (the producers' delivery horizon) progress holds still (see the module)."""
         part = self.partitions.get(partition)
         if part is None or fetched_at <= part.fetched_at:
             return
         if fetched_at - part.fetched_at > gap_s:
+            # The first fetch after an assignment is no outage: what is in the topic is read
+            # before the partition counts as caught up. After a gap, producers may still be
+            # delivering what they buffered through it.
+            part.hold_s = hold_s if part.fetched_at > -math.inf else 0.0
             part.healthy_since = fetched_at
         part.fetched_at, part.at_end = fetched_at, at_end
 
@@ -216,7 +228,7 @@ class Collector:
         buckets, min_offset, closed_through = part.buckets, part.min_offset, part.closed_through
         streams, domains, slot_s, partition_of = (
             self.streams, self.domains, self._slot_s, self._partition_of)  # fmt: skip
-        sums, watermark = self._alpha, self.watermark
+        sums, watermark, late_slots = self._alpha, self.watermark, self.late_slots
         horizon = {sid: s.slots.horizon(wall_now) for sid, s in streams.items()}
         counted: Counter[tuple[str, str]] = Counter()
         bad: list[tuple[BadEvent, Any]] = []
@@ -244,6 +256,7 @@ class Collector:
             closed = closed_through.get(sid)
             if closed is not None and slot <= closed:
                 counted[sid, "late"] += 1
+                late_slots.add((sid, slot))
                 continue
             open_slot = (sid, slot)
             bucket = buckets.get(open_slot)
@@ -276,7 +289,7 @@ class Collector:
         part = self.partitions[partition]
         if stream.clock == "event":
             return self.watermark.get(stream.id)
-        if part.fetched_at - part.healthy_since >= stream.grace_s:
+        if part.fetched_at - part.healthy_since >= max(stream.grace_s, part.hold_s):
             # Never past the wall clock: events stamped in the future (clock skew, or a producer
             # stamping ahead) must not close slots before their time.
             read = min(part.max_ts, part.fetched_at)
@@ -367,6 +380,11 @@ class Collector:
         """The offset to commit for ``partition``: the first one an open slot still needs."""
         part = self.partitions[partition]
         return min(part.min_offset.values(), default=position)
+
+    def take_late_slots(self) -> set[tuple[str, int]]:
+        """``(stream, slot)`` pairs that dropped an event as late since the last call."""
+        out, self.late_slots = self.late_slots, set()
+        return out
 
     def take_outcomes(self) -> Counter[tuple[str, str]]:
         """Event outcomes counted since the last call, by ``(stream, outcome)``."""

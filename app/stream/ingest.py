@@ -93,6 +93,8 @@ class IngestService(BatchConsumer):
             **kwargs,
         )
         self.tick_s = tick_interval(settings)
+        self.hold_s = settings.delivery_horizon_s
+        """Progress holds this long after a fetch gap (:mod:`app.stream.collect`)."""
         self._applied: dict[int, int] = {}
         """Per preferences partition, the next offset to apply."""
         self._saved: dict[int, int] = {}
@@ -222,7 +224,6 @@ class IngestService(BatchConsumer):
         """Tell the collector about each partition's last fetch; set the lag gauge."""
         assert self._consumer is not None
         consumer, collector = self._consumer, self.collector
-        lag = 0.0
         for tp in consumer.assignment():
             part = collector.partitions.get(tp.partition)
             polled = consumer.last_poll_timestamp(tp)
@@ -230,11 +231,10 @@ class IngestService(BatchConsumer):
                 continue
             highwater = consumer.highwater(tp)
             at_end = highwater is not None and await consumer.position(tp) >= highwater
-            collector.observe_fetch(tp.partition, polled / 1000, at_end, GAP_S)
-            if not at_end and part.max_ts > -math.inf:
-                lag = max(lag, wall - part.max_ts)
+            collector.observe_fetch(tp.partition, polled / 1000, at_end, GAP_S, self.hold_s)
         collector.observe_silence(wall, GAP_S)
-        metrics.CONSUMER_LAG_SECONDS.labels(self.source).set(lag)
+        newest = {p: part.max_ts for p, part in collector.partitions.items()}
+        metrics.CONSUMER_LAG_SECONDS.labels(self.source).set(await self._lag(wall, newest))
 
     @Service.timer(0.5)
     async def _watch_connection(self) -> None:
@@ -270,6 +270,8 @@ class IngestService(BatchConsumer):
         if not await self._save_levels():
             return
         partials, ticks = self.collector.flush()
+        for sid, slot in sorted(self.collector.take_late_slots()):
+            self.late.mark(sid, slot)
         outcomes = self.collector.take_outcomes()
         if self.settings.expose_data_counts:
             for (sid, outcome), n in outcomes.items():

@@ -69,6 +69,8 @@ class ReportService(BatchConsumer):
         )
         self.tick_s = tick_interval(settings)
         self._partitions_total = topics.spec("reports").partitions
+        self._newest: dict[int, float] = {}
+        """Per partition, the Kafka timestamp (s) of the newest report read (the lag)."""
 
     def _apply_side_input(self, record: Any) -> None:
         try:
@@ -95,11 +97,15 @@ class ReportService(BatchConsumer):
             for tp, records in batches.items():
                 if tp.partition not in collector.partitions:
                     continue
+                if records:
+                    self._newest[tp.partition] = records[-1].timestamp / 1000
                 for exc, rec in collector.add_batch(tp.partition, records):
                     self.policy(exc, rec, log)
             if not self.consuming:
                 await self._check_caught_up()
             wall = time.time()
+            lag = await self._lag(wall, self._newest)
+            metrics.CONSUMER_LAG_SECONDS.labels(self.source).set(lag)
             if wall - last_flush >= self.tick_s:
                 last_flush = wall
                 await self._flush(wall)
@@ -130,6 +136,9 @@ class ReportService(BatchConsumer):
     async def _flush(self, wall: float) -> None:
         assert self._producer is not None
         tallies = self.collector.flush(wall)
+        for sid, slot in sorted(self.collector.late_slots):
+            self.late.mark(sid, slot)
+        self.collector.late_slots.clear()
         for (sid, outcome), n in self.collector.take_outcomes().items():
             if self.settings.expose_data_counts:
                 metrics.REPORTS.labels(sid, outcome).inc(n)

@@ -135,6 +135,8 @@ class ReportCollector:
         self.rounds: dict[tuple[str, int, str], Round] = {}
         self.partitions: dict[int, bool] = {}  # partition -> caught up
         self.outcomes: Counter[tuple[str, str]] = Counter()
+        self.late_slots: set[tuple[str, int]] = set()
+        """``(stream, slot)`` pairs that dropped a report as late (``dpstream_late_slots``)."""
         self._last: dict[str, npt.NDArray[np.int32]] = {}
         self._group_edges: dict[str, npt.NDArray[np.int64]] = {}
         self._population_division: dict[str, bool] = {}
@@ -221,6 +223,7 @@ class ReportCollector:
                 continue
             if partition in rnd.closed:
                 self.outcomes[sid, "late"] += 1
+                self.late_slots.add((sid, slot))
                 continue
             buf = rows.get(key)
             if buf is None:

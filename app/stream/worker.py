@@ -25,6 +25,7 @@ the ledger protocol, not from transactions).
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import logging
 import time
@@ -32,13 +33,16 @@ from collections.abc import Awaitable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from app import metrics
-from app.stream.config import Settings
+from app.stream.config import Settings, StreamConfig
+from app.stream.health import SATURATED_S, BrokerProbe, LoopWatch
 from app.stream.http import HttpService
 from app.stream.ingest import IngestService
 from app.stream.kafka import bootstrap, confluent_config, faust_credentials
+from app.stream.late import LateSlots
 from app.stream.local_levels import PreferenceReader
 from app.stream.release import Releaser
 from app.stream.reports import ReportService
+from app.stream.slots import SlotClock
 from app.stream.topics import Topics, create_topics, load_topics
 
 log = logging.getLogger(__name__)
@@ -117,13 +121,18 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         await app.producer.flush()
 
     reader = PreferenceReader(settings, topics.preferences)
+    late = LateSlots()
     releaser = Releaser(settings, topics, tables["ledger"], tables["slots"], produce, persist,
-                        preferences=reader.read)  # fmt: skip
+                        preferences=reader.read, late=late)  # fmt: skip
 
     def stop_reader(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> Awaitable[None]:
         return reader.stop()
 
+    def revoked(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        releaser.revoked()  # its streams' release lag is exported again once heard again
+
     app.on_before_shutdown.connect(stop_reader)
+    app.on_partitions_revoked.connect(revoked)
     agent = {"running": False, "error": ""}
 
     @app.agent(partials, concurrency=1, name="release")
@@ -145,48 +154,83 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
                 dataclasses.replace(settings, streams=central),
                 topics,
                 group_id=f"{app_id}-collect",
+                late=late,
             )
         )
     if len(central) < len(settings.streams):
-        collectors.append(ReportService(settings, topics, group_id=f"{app_id}-reports"))
+        collectors.append(ReportService(settings, topics, group_id=f"{app_id}-reports",
+                                        late=late))  # fmt: skip
+    loop_watch = LoopWatch()
+    probe = BrokerProbe(confluent_config(settings))
 
     def not_ready() -> str:
         """Why the worker is not ready ("" when it is); see docs/service.md, Readiness."""
+        now = time.time()
         reasons = [c.failed for c in collectors if c.failed]
-        reasons += [f"{c.shortlabel}: broker unreachable" for c in collectors if not c.connected]
+        loop_lag = loop_watch.lag()
+        if loop_lag > SATURATED_S:
+            reasons.append(f"event loop saturated ({loop_lag:.1f} s behind)")
+        # Stalled fetches while the broker answers the probe are saturation or a consumer
+        # behind (its fetcher waits for the buffered records to be taken), not an outage.
+        reachable = probe.reachable()
+        reasons += [f"{c.shortlabel}: broker unreachable" for c in collectors
+                    if not c.connected and not reachable]  # fmt: skip
         reasons += [f"{c.shortlabel}: catching up" for c in collectors if not c.consuming]
         if not agent["running"]:
             reasons.append(agent["error"] or "release agent not running")
         if app.rebalancing:
             reasons.append("rebalancing")
-        reasons += releaser.failed.values()
-        reasons += releaser.guard.reasons(time.time())
-        reasons += overdue(settings, time.time(), releaser.central.start_slot)
+        reasons += list(releaser.failed.values())
+        reasons += releaser.guard.reasons(now)
+        reasons += lagging(settings, now, releaser.next_slots())
         return "; ".join(reasons)
 
     http = HttpService(settings.metrics_bind, settings.metrics_port, not_ready,
-                       expose_data=settings.expose_data_counts)  # fmt: skip
+                       expose_data=settings.expose_data_counts, loop_watch=loop_watch,
+                       probe=probe)  # fmt: skip
     return app, [http, *collectors]
 
 
-def overdue(
-    settings: Settings, now: float, first: Mapping[str, int] | None = None
-) -> list[str]:
-    """Streams whose next release is past its deadline: the slot after the last one released
-    (``dpstream_last_released_slot``), or, before any release by this process, the first slot
-    the release agent chose (``first``, stream id -> slot)."""
+def release_lag(slots: SlotClock, now: float, next_slot: int) -> tuple[int, float]:
+    """How far a stream's releases are behind the wall clock when ``next_slot`` is the first
+    slot not closed yet: the slots that are due (end plus grace passed) and not closed, and
+    the seconds since the oldest of them became due; ``(0, 0.0)`` when on time.
+
+    >>> c = SlotClock(slot_s=10.0, grace_s=1.0)  # slot 6 is 60-70 s, due at 71 s
+    >>> release_lag(c, 70.5, 6), release_lag(c, 71.5, 6), release_lag(c, 95.0, 6)
+    ((0, 0.0), (1, 0.5), (3, 24.0))
+    """
+    due = slots.due(next_slot)
+    if now <= due:
+        return 0, 0.0
+    return slots.last_closable(now) - next_slot + 1, now - due
+
+
+def lag_bound_s(stream: StreamConfig) -> float:
+    """The largest release lag of a healthy worker: a slot may wait ``release_timeout_s`` for
+    a silent partition (a rebalance after a crash), plus one slot of cadence."""
+    return stream.release_timeout_s + stream.slot_s
+
+
+def lagging(settings: Settings, now: float, next_slots: Mapping[str, int]) -> list[str]:
+    """Export the release lag of the streams this worker's release agent serves
+    (``next_slots``: stream id -> first slot not closed) and name those past
+    :func:`lag_bound_s`. ``clock: event`` streams replay recorded time: no lag to the wall."""
     out = []
     for stream in settings.streams:
-        last = metrics.LAST_RELEASED_SLOT.labels(stream.id)._value.get()
-        if last:
-            pending, what = int(last) + 1, f"no release since slot {int(last)}"
-        elif first and stream.id in first:
-            pending, what = first[stream.id], f"no release yet (first slot {first[stream.id]})"
-        else:
-            continue  # this process has not served the stream
-        deadline = stream.slots.due(pending) + stream.release_timeout_s + stream.max_delay_s
-        if now > deadline + stream.slot_s:
-            out.append(f"stream {stream.id}: {what}")
+        sid = stream.id
+        if stream.clock == "event" or sid not in next_slots:
+            for gauge in (metrics.RELEASE_LAG_SLOTS, metrics.RELEASE_LAG_SECONDS):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(sid)
+            continue
+        slots, seconds = release_lag(stream.slots, now, next_slots[sid])
+        metrics.RELEASE_LAG_SLOTS.labels(sid).set(slots)
+        metrics.RELEASE_LAG_SECONDS.labels(sid).set(seconds)
+        bound = lag_bound_s(stream)
+        if seconds > bound:
+            out.append(f"stream {sid}: releases {seconds:.0f} s behind the wall clock "
+                       f"({slots} slots due, bound {bound:g} s)")  # fmt: skip
     return out
 
 

@@ -117,6 +117,33 @@ def test_progress_holds_still_through_a_fetch_gap(collector):
     assert [p.slot for p in collector.flush()[0]] == [11, 12, 13, 14]
 
 
+def test_after_a_gap_progress_holds_for_the_delivery_horizon_whatever_the_grace(collector):
+    """Issue 23, item 2: with grace 1 s and a 10 s delivery horizon, slots that ended during
+    an outage stay open for 10 s of healthy fetching, so producers' buffered events count."""
+    assert [p.slot for p in flush(collector, 120.5)] == [10]
+    collector.observe_fetch(0, 150.0, at_end=True, gap_s=3, hold_s=10)  # after 29.5 s
+    collector.observe_fetch(0, 151.0, at_end=True, gap_s=3, hold_s=10)  # grace has passed
+    assert collector.flush()[0] == []
+    for t in range(152, 160):
+        collector.observe_fetch(0, float(t), at_end=True, gap_s=3, hold_s=10)
+        assert collector.flush()[0] == []
+    collector.add(0, 0, b"u", ev("u", 125, 1), wall_now=159)  # delivered 9 s after the return
+    collector.observe_fetch(0, 160.0, at_end=True, gap_s=3, hold_s=10)
+    partials = collector.flush()[0]
+    assert [(p.slot, sum(p.counts)) for p in partials] == [(11, 0), (12, 1), (13, 0), (14, 0)]
+    assert collector.take_outcomes() == {("s", "accepted"): 1}
+
+
+def test_late_events_name_their_slots_once(collector):
+    """The count-free late signal: which slots dropped something, not how much."""
+    flush(collector, 120.5)
+    for off, user in enumerate("uvw"):
+        collector.add(0, off, user.encode(), ev(user, 105, 0), wall_now=122)
+    collector.add(0, 3, b"u", ev("u", 95, 0), wall_now=122)
+    assert collector.take_late_slots() == {("s", 10), ("s", 9)}
+    assert collector.take_late_slots() == set()
+
+
 @pytest.mark.parametrize(
     ("value", "reason"),
     [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgpack
 
+from app import metrics
 from app.stream.config import load_settings
 from app.stream.records import encode_partial, encode_tick
 from app.stream.release import LedgerEntry
@@ -69,3 +70,45 @@ def test_crash_between_record_and_publish_reemits_identical_bytes(tmp_path):
     tick(restarted, 10.7, 11.7)
     assert [v for t, v in sent if t == "releases"] == [entry.record("releases")]
     assert msgpack.unpackb(ledger["s"])["published"] is True
+
+
+def late_partials() -> float:
+    return metrics.LATE_PARTIALS.labels("s")._value.get()
+
+
+def late_slots() -> float:
+    return metrics.LATE_SLOTS.labels("s")._value.get()
+
+
+def test_only_partials_whose_values_are_discarded_are_late(tmp_path):
+    """Issue 23, items 3 and 8: a replay of a released partial, an empty partial, a partial
+    from before the stream's first release are not late data; different counts are."""
+    ledger, slots, sent = {}, {}, []
+    r = make(tmp_path, ledger, slots, sent)
+    before, before_slots = late_partials(), late_slots()
+    tick(r, 10.6, 10.6)  # starts at slot 9
+    run(r, encode_partial("s", 7, 0, 1, [5, 5]), 10.7)  # history from before the start
+    run(r, encode_partial("s", 10, 0, 1, [3, 1]), 11.6)  # slot 10 released with it
+    run(r, encode_partial("s", 9, 0, 1, [0, 0]), 11.7)  # empty: nothing lost
+    assert (late_partials(), late_slots()) == (before, before_slots)
+    restarted = make(tmp_path, ledger, slots, sent)  # a restart replays the released partial
+    run(restarted, encode_partial("s", 10, 0, 1, [3, 1]), 12.0)
+    assert (late_partials(), late_slots()) == (before, before_slots)
+    run(restarted, encode_partial("s", 10, 0, 1, [4, 1]), 12.1)  # one more value: dropped
+    run(restarted, encode_partial("s", 9, 0, 1, [0, 2]), 12.2)  # slot 9 was released empty
+    assert late_partials() == before + 2
+    assert late_slots() == before_slots + 2
+    run(restarted, encode_partial("s", 9, 0, 1, [0, 3]), 12.3)  # the same slot again
+    assert (late_partials(), late_slots()) == (before + 3, before_slots + 2)
+
+
+def test_a_partial_for_a_partition_the_topic_lacks_is_refused_not_late(tmp_path):
+    """Issue 23, item 8: the guard refuses it (counted); the driver never sees it."""
+    ledger, slots, sent = {}, {}, []
+    r = make(tmp_path, ledger, slots, sent)
+    tick(r, 10.6, 10.6)
+    refused = metrics.INTERNAL_REFUSED.labels("s", "partition")._value.get()
+    before = late_partials()
+    run(r, encode_partial("s", 9, 3, 1, [1, 0]), 11.0)
+    assert metrics.INTERNAL_REFUSED.labels("s", "partition")._value.get() == refused + 1
+    assert late_partials() == before

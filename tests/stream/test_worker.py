@@ -1,5 +1,5 @@
 """``app.stream.worker`` without a broker: the table codec, the services built per mode, the
-readiness reasons of ``not_ready`` and the overdue rule.
+readiness reasons of ``not_ready`` and the release lag rule.
 
 ``build`` makes the Faust app, its tables and the services without connecting to anything, so
 the readiness function is tested on the real objects; the release agent is run on an in-memory
@@ -17,7 +17,7 @@ import pytest
 
 from app import metrics
 from app.stream.errors import ConfigError
-from app.stream.worker import BytesTable, build, overdue
+from app.stream.worker import BytesTable, build, lagging
 
 
 def test_bytes_table_stores_base64_text_and_reads_bytes():
@@ -114,44 +114,48 @@ def test_a_failed_release_agent_says_why(settings_for, central):
     assert http.not_ready() == "release agent failed: OSError('disk full')"
 
 
-@pytest.fixture
-def last_released():
-    """Set ``dpstream_last_released_slot`` of a stream; back to 0 (nothing released) after."""
-    touched = []
+def test_the_readiness_of_a_worker_names_a_stream_past_its_lag_bound(settings_for, central):
+    app, (http, ingest) = build(settings_for(central))
+    ingest.consuming = True
+    agent = app.agents["release"]
+    asyncio.run(agent.fun(Events()))
+    releaser = inspect.getclosurevars(agent.fun).nonlocals["releaser"]
+    releaser.serving.add("wk")
+    releaser.publisher.next_slot["wk"] = 3  # slot 3 was due in 1970
+    (reason,) = http.not_ready().split("; ")
+    assert reason.startswith("stream wk: releases ") and "s behind the wall clock" in reason
+    releaser.revoked()  # another worker serves it now: neither a reason nor a gauge here
+    assert http.not_ready() == ""
+    assert "wk" not in {s.labels["stream"] for f in metrics.REGISTRY.collect()
+                        for s in f.samples if f.name == "dpstream_release_lag_seconds"}
 
-    def set_(stream, slot):
-        touched.append(stream)
-        metrics.LAST_RELEASED_SLOT.labels(stream).set(slot)
 
-    yield set_
-    for stream in touched:
-        metrics.LAST_RELEASED_SLOT.labels(stream).set(0)
+@pytest.mark.parametrize(("now", "behind"), [(70.0, False), (82.0, False), (82.01, True)])
+def test_a_stream_lags_past_release_timeout_plus_a_slot(settings_for, central_stream, now, behind):
+    """Slot 6 (60-70 s) is due at 71 s (grace 1); the bound is the release timeout (1 s) plus
+    a slot (10 s): 82 s. The gauges say how far behind, slots and seconds (issue 23, item 4)."""
+    settings = settings_for(central_stream(id="ov"))
+    reasons = lagging(settings, now, {"ov": 6})
+    assert bool(reasons) is behind
+    if behind:
+        assert reasons == ["stream ov: releases 11 s behind the wall clock (2 slots due, "
+                           "bound 11 s)"]  # fmt: skip
+    assert metrics.RELEASE_LAG_SECONDS.labels("ov")._value.get() == pytest.approx(max(0, now - 71))
+    assert metrics.RELEASE_LAG_SLOTS.labels("ov")._value.get() == (2 if now > 81 else 0)
 
 
-def test_the_readiness_of_a_worker_includes_overdue_streams(settings_for, central, last_released):
+def test_a_saturated_loop_is_not_called_a_broker_outage(settings_for, central):
+    """Issue 23, item 5: fetches stalled while the broker answers its probe; the loop is late."""
     app, (http, ingest) = build(settings_for(central))
     ingest.consuming = True
     asyncio.run(app.agents["release"].fun(Events()))
-    last_released("wk", 3)  # slot 3 ended in 1970
-    assert http.not_ready() == "stream wk: no release since slot 3"
-
-
-@pytest.mark.parametrize(("last", "now", "late"), [(0, 1e9, False), (5, 142.0, False),
-                                                   (5, 142.01, True)])  # fmt: skip
-def test_a_stream_is_overdue_a_slot_after_its_deadline(
-    settings_for, central_stream, last_released, last, now, late
-):
-    """Slot 6 (60-70 s) is due at 71 s (grace 1); the deadline adds the release timeout (1 s)
-    and the maximum delay (60 s): 132 s; overdue one slot (10 s) later."""
-    settings = settings_for(central_stream(id="ov", max_delay_s=60))
-    last_released("ov", last)
-    expected = ["stream ov: no release since slot 5"] if late else []
-    assert overdue(settings, now) == expected
-
-
-def test_a_stream_never_released_by_its_agent_is_overdue(settings_for, central_stream):
-    """The agent chose slot 6 as its first (60-70 s, due 71 s, deadline 132 s) and released
-    nothing: overdue one slot after the deadline, as a stream that stopped releasing."""
-    settings = settings_for(central_stream(id="nv", max_delay_s=60))
-    assert overdue(settings, 142.0, {"nv": 6}) == []
-    assert overdue(settings, 142.01, {"nv": 6}) == ["stream nv: no release yet (first slot 6)"]
+    ingest.connected = False
+    http.probe.reachable = lambda: True
+    http.loop_watch.beat(100.0, 102.5)
+    http.loop_watch.beat(102.6, 102.6)
+    lag = http.loop_watch.lag(102.61)
+    assert lag == pytest.approx(2.5)
+    reasons = http.not_ready()
+    assert "broker unreachable" not in reasons and "event loop saturated" in reasons
+    http.probe.reachable = lambda: False
+    assert "IngestService: broker unreachable" in http.not_ready()

@@ -141,6 +141,7 @@ def load_settings(env: Mapping[str, str] | None = None, config: Path | None = No
         log_level=level,
         topic_prefix=prefix,
         session_timeout_s=_seconds(env, "DPSTREAM_SESSION_TIMEOUT_S", "10", 1.0, 300.0),
+        delivery_horizon_s=_seconds(env, "DPSTREAM_DELIVERY_HORIZON_S", "10", 1.0, 600.0),
         streams=load_streams(path, env),
         config_path=path,
         deployment=env.get("DPSTREAM_DEPLOYMENT", prefix),

@@ -24,6 +24,7 @@ from collections.abc import Callable, MutableMapping
 
 from app.stream.config import Settings
 from app.stream.errors import ConfigError
+from app.stream.late import LateSlots
 from app.stream.local_levels import ReadPreferences
 from app.stream.records import decode_internal
 from app.stream.release.central import CentralDriver
@@ -51,16 +52,21 @@ class Releaser:
         persist: Persist,
         clock: Callable[[], float] = time.time,
         preferences: ReadPreferences | None = None,
+        late: LateSlots | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.guard = Guard()
+        self.late = late or LateSlots()
+        self.serving: set[str] = set()
+        """Streams this agent heard since its last revocation (their release lag is its to
+        export: :meth:`next_slots`)."""
         self._partitions = {
             "central": topics.spec("events").partitions,
             "local": topics.spec("reports").partitions,
         }
         self.publisher = Publisher(settings, topics, ledger, produce, persist)
-        self.central = CentralDriver(self.publisher, slots, clock)
+        self.central = CentralDriver(self.publisher, slots, clock, self.late)
         self.local = LocalDriver(self.publisher, slots, clock, preferences)
         self.failed: dict[str, str] = {}
         """Streams the agent refuses to serve, with the one-line reason (``/readyz`` shows it)."""
@@ -76,6 +82,7 @@ class Releaser:
             return
         if sid in self.failed:
             return
+        self.serving.add(sid)
         mode, now = ("local" if stream.local else "central"), self.clock()
         reason = self.guard.refusal(stream.slots, mode, msg, self._partitions[mode], now)
         if reason is not None:
@@ -87,3 +94,20 @@ class Releaser:
         except StateMismatch as exc:
             self.failed[sid] = str(exc)
             log.error("%s", exc)
+
+    def revoked(self) -> None:
+        """The agent's partitions were revoked: it serves no stream until it hears one again."""
+        self.serving.clear()
+
+    def next_slots(self) -> dict[str, int]:
+        """Per stream this agent serves, the first slot it has not closed yet: the ledger's
+        ``next_slot``, or before its first close the slot the driver chose to start with."""
+        out: dict[str, int] = {}
+        for sid in sorted(self.serving):
+            if sid in self.publisher.next_slot:
+                out[sid] = self.publisher.next_slot[sid]
+            elif sid in self.central.start_slot:
+                out[sid] = self.central.start_slot[sid]
+            elif sid in self.local.start_slot:
+                out[sid] = self.local.start_slot[sid]
+        return out

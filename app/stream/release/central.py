@@ -18,8 +18,17 @@ A slot that is not complete is forced closed, with zeros for the missing partiti
 
 Both waits count from the slot's due time, or from the moment this process started hearing
 the stream (after a restart, or after a silence of :data:`SILENCE_S`, e.g. a broker outage),
-whichever is later: a restart or an outage never turns replayed slots into timeouts. A partial
-for a slot already released counts in ``dpstream_late_partials_total`` and is dropped.
+whichever is later: a restart or an outage never turns replayed slots into timeouts.
+
+A partial for a slot already released is dropped. It is *late data* (counted in
+``dpstream_late_partials_total``, and its slot in ``dpstream_late_slots_total``) only when values
+were actually discarded: it holds some count, and the release did not take this partition's
+partial with the same counts. The driver remembers, for the last :data:`MERGED_KEEP` released
+slots, a digest of each partition's merged partial (in the ``slots`` table under
+``<stream>`` + :data:`MERGED_SUFFIX`, written with the release, so a restart keeps it). So a
+replayed partial (a restart or rebalance re-reads the events of its open slots and re-closes
+slots it had closed), an empty partial, and a partial for a slot older than the stream's first
+release or than the remembered ones (history a fresh consumer group reads) are not late data.
 
 A stream's first release is the last slot closable at the moment the driver first hears of it
 (on ``clock: event``: at the progress it hears first, or the first partial's slot).
@@ -27,6 +36,7 @@ A stream's first release is the last slot closable at the moment the driver firs
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
@@ -37,11 +47,17 @@ import numpy as np
 
 from app import metrics
 from app.stream.config import StreamConfig
+from app.stream.late import LateSlots
 from app.stream.records import pack, unpack
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import Publisher
 
 log = logging.getLogger(__name__)
+
+MERGED_KEEP = 512
+"""Released slots whose merged partitions' digests are remembered (see the module docstring)."""
+MERGED_SUFFIX = "\x00merged"
+"""The ``slots`` table key of a stream's merged digests is the stream id plus this suffix."""
 
 SILENCE_S = 5.0
 """No message of a stream for this long (the collect stage ticks several times a second) means
@@ -56,10 +72,12 @@ class CentralDriver:
         publisher: Publisher,
         slots: MutableMapping[str, bytes],
         clock: Callable[[], float] = time.time,
+        late: LateSlots | None = None,
     ) -> None:
         self.pub = publisher
         self.slots = slots
         self.clock = clock
+        self.late = late or LateSlots()
         self.start_slot: dict[str, int] = {}
         self.woke: dict[str, float] = {}
         self._last_message: dict[str, float] = {}
@@ -122,7 +140,11 @@ class CentralDriver:
     def _merge(self, stream: StreamConfig, msg: dict[str, Any], next_slot: int) -> None:
         slot, part, counts = int(msg["slot"]), int(msg["partition"]), msg["counts"]
         if slot < next_slot:
-            metrics.LATE_PARTIALS.labels(stream.id).inc()
+            if self._discards(stream, slot, part, counts):
+                metrics.LATE_PARTIALS.labels(stream.id).inc()
+                self.late.mark(stream.id, slot)
+                log.warning("late partial dropped stream=%s slot=%d partition=%d",
+                            stream.id, slot, part)  # fmt: skip
             return
         if len(counts) != len(stream.levels) * stream.d:
             log.error("partial with wrong shape stream=%s slot=%d", stream.id, slot)
@@ -133,7 +155,24 @@ class CentralDriver:
             return  # a replayed partial: the first one per (slot, partition) wins
         cur["counts"] = [a + b for a, b in zip(cur["counts"], counts, strict=True)]
         cur["parts"].append(part)
+        cur.setdefault("digests", {})[str(part)] = _digest(counts)
         self.slots[stream.id] = pack(open_slots)
+
+    def _merged(self, sid: str) -> dict[int, dict[str, int]]:
+        raw = self.slots.get(sid + MERGED_SUFFIX)
+        return {int(k): v for k, v in unpack(raw).items()} if raw is not None else {}
+
+    def _discards(self, stream: StreamConfig, slot: int, part: int, counts: list[Any]) -> bool:
+        """Whether dropping this partial for the released ``slot`` discards values."""
+        if not any(counts):
+            return False  # nothing to lose (the collect stage sends empty slots too)
+        merged = self._merged(stream.id)
+        if slot not in merged:
+            # Before the stream's first release, or older than the remembered slots: history a
+            # consumer replays, never a slot this stream released without it.
+            oldest = min(merged, default=None)
+            return oldest is not None and slot > oldest
+        return merged[slot].get(str(part)) != _digest(counts)
 
     # -- closing ------------------------------------------------------------------------------
     def _missing(self, stream: StreamConfig, slot: int, partitions: int) -> list[int]:
@@ -195,9 +234,15 @@ class CentralDriver:
             lag = self.clock() - stream.slots.due(slot)
             metrics.SLOT_CLOSE_LAG.labels(sid).observe(max(0.0, lag))
 
+        merged = self._merged(sid)
+        merged[slot] = dict(cur.get("digests", {})) if cur is not None else {}
+        for old in sorted(merged)[:-MERGED_KEEP]:
+            del merged[old]
+
         def leave_open_set() -> None:  # part of step 2, right after the ledger entry
             if cur is not None:
                 self.slots[sid] = pack(open_slots)
+            self.slots[sid + MERGED_SUFFIX] = pack(merged)
 
         placed = self._placed(slot, mech, out)
         await self.pub.release(stream, mech, entry or LedgerEntry(), slot, placed, leave_open_set,
@@ -211,3 +256,9 @@ class CentralDriver:
         if mech.kind != "period":
             return [(slot, out)]
         return [(slot - (mech.t - rel.slot), rel) for rel in out]
+
+
+def _digest(counts: list[Any]) -> int:
+    """A stable 63-bit digest of a partial's counts (ints, or a sum stream's floats)."""
+    raw = ",".join(repr(float(c)) for c in counts).encode()
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") >> 1

@@ -97,6 +97,8 @@ class Publisher:
         self.deployment = settings.deployment
         self._cache: dict[str, tuple[int, Mechanism]] = {}
         self._reported: set[str] = set()
+        self.next_slot: dict[str, int] = {}
+        """Per stream, the ledger's ``next_slot`` as last read or written (the release lag)."""
 
     # -- 1. compute ---------------------------------------------------------------------------
     def rng(self, stream: StreamConfig, slot: int, purpose: str = "") -> np.random.Generator:
@@ -105,13 +107,18 @@ class Publisher:
 
     def read(self, sid: str) -> LedgerEntry | None:
         raw = self.ledger.get(sid)
-        return LedgerEntry.decode(raw) if raw is not None else None
+        entry = LedgerEntry.decode(raw) if raw is not None else None
+        if entry is not None and entry.next_slot is not None:
+            self.next_slot[sid] = entry.next_slot
+        return entry
 
     def write(self, sid: str, entry: LedgerEntry, mech: Mechanism | None = None) -> None:
         """Store ``entry``; the cached mechanism follows (``mech``: the one it was made from)."""
         old = entry.seq
         entry.seq = old + 1
         self.ledger[sid] = entry.encode()
+        if entry.next_slot is not None:
+            self.next_slot[sid] = entry.next_slot
         cached = self._cache.get(sid)
         if mech is not None:
             self._cache[sid] = (entry.seq, mech)
