@@ -34,7 +34,7 @@ def plot_optstream(
     footer: str,
 ) -> Path:
     """log10 mean L1 against ``x`` (``"eps"`` or ``"alpha"``), one panel per (dataset, month),
-    one line per mechanism; write a PNG."""
+    one line per mechanism (dashed and faded when its label says "not private"); write a PNG."""
     plt = _pyplot()
     series = sorted({(d, m) for d, m, *_ in results})
     fig, axes = plt.subplots(
@@ -52,6 +52,8 @@ def plot_optstream(
                 [math.log10(v) for _, v in points],
                 marker=MARKERS[k % len(MARKERS)],
                 label=name,
+                linestyle="-" if "not private" not in name else "--",
+                alpha=1.0 if "not private" not in name else 0.6,
             )
         if x == "eps":
             ax.set_xscale("log")
