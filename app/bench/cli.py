@@ -1,4 +1,4 @@
-"""``dpstream bench`` (experiment grids, cost) and ``dpstream replay``.
+"""``dpstream bench`` (experiment grids, one verb per paper, cost, results) and ``dpstream replay``.
 
 ``dpstream bench throughput`` runs a real broker and the worker; it is registered by
 :mod:`app.tools.cli` under the ``bench_kinds`` default of the ``bench`` parser.
@@ -64,6 +64,10 @@ def register(sub: Any) -> None:
     # ``bench_kinds``: where packages above this one (``app.tools.cli``: ``bench throughput``)
     # add their kinds of benchmark, so that ``app.bench`` imports none of them.
     bench.set_defaults(func=_grid, bench_kinds=kinds)
+
+    from app.bench.verbs import register as register_papers
+
+    register_papers(kinds)  # dpstream bench pwsm | ldp-ids | pldp | optstream | wn
 
     cost = kinds.add_parser("cost", help="step time against d, m and N; full T-Drive replay")
     cost.add_argument("--out", type=Path, default=Path("out/cost"))

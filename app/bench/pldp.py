@@ -213,8 +213,19 @@ def read_csv(path: str | Path) -> list[dict[str, Any]]:
         ]
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+QUICK = {"seeds": 1, "slots": 200, "real_slots": 240, "users": 2_000}
+"""``--quick``: one seed, 200 synthetic slots of 2,000 users, the first 240 Taxi slots."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    return run_cli(parser.parse_args(argv))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``dpstream bench pldp`` (and ``python -m app.bench.pldp``)."""
+    parser.add_argument("--quick", action="store_true", help="1 seed, 200 slots, 2,000 users")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--sweeps", nargs="+", default=list(SWEEPS), choices=list(SWEEPS))
     parser.add_argument("--mechanisms", nargs="+", default=[*BASELINES, *PERSONALIZED])
@@ -225,7 +236,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--real-slots", type=int, help="first T slots of the real data")
     parser.add_argument("--out", type=Path, help="folder for pldp-results.csv and the PNGs")
     parser.add_argument("--from-csv", type=Path, help="render a finished run's CSV, run nothing")
-    args = parser.parse_args(argv)
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Run (or, ``--from-csv``, re-render) the sweeps; print the claims, write ``--out``."""
+    if args.quick:
+        for key, value in QUICK.items():
+            if getattr(args, key) in (None, 1):
+                setattr(args, key, value)
     began = time.perf_counter()
     rows = read_csv(args.from_csv) if args.from_csv else _run_args(args)
     seconds = time.perf_counter() - began
@@ -238,6 +256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         plot_all(rows, args.out)
     print(markdown(rows) + ("" if args.from_csv else f"\n\nWall time {seconds:.0f} s."))
+    return 0
 
 
 def _run_args(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from app.bench.plots import plot_sweep
 from app.bench.trajectory import MECHANISMS, Trajectories, load, sweep
@@ -49,10 +50,18 @@ def truncated(data: Trajectories, slots: int) -> Trajectories:
     )  # fmt: skip
 
 
-def run(name: str, data: Trajectories, quick: bool, seeds: int, cap: int) -> list[dict[str, Any]]:
-    """Every preset's sweep on one dataset; rows carry dataset, figure and parameters."""
+def run(
+    name: str,
+    data: Trajectories,
+    quick: bool,
+    seeds: int,
+    cap: int,
+    figures: Sequence[str] = tuple(PRESETS),
+) -> list[dict[str, Any]]:
+    """The sweeps of ``figures`` on one dataset; rows carry dataset, figure and parameters."""
     rows = []
-    for fig, (axis, values) in PRESETS.items():
+    for fig in tqdm(figures, desc=name, unit="figure"):
+        axis, values = PRESETS[fig]
         grid = QUICK[axis] if quick else values
         for r in sweep(data, axis, grid, DEFAULTS, cap, seeds):
             params = {**DEFAULTS, axis: r["value"]}
@@ -74,6 +83,8 @@ def plots(rows: Sequence[dict[str, Any]], out: Path, name: str) -> list[Path]:
     paths = []
     for fig, (axis, _) in PRESETS.items():
         sub = [{**r, axis: r["value"]} for r in rows if r["figure"] == fig]
+        if not sub:
+            continue
         for measure in ("mae", "mre"):
             paths.append(plot_sweep(
                 sub, out / f"trajectory-{name}-{fig}-{measure}.png", x=axis, measure=measure,
@@ -86,27 +97,47 @@ def plots(rows: Sequence[dict[str, Any]], out: Path, name: str) -> list[Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    return run_cli(ap.parse_args(argv))
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of ``dpstream bench wn`` (and ``python -m app.bench.trajectory_figs``)."""
+    ap.add_argument(
+        "--figure",
+        choices=(*PRESETS, "table1"),
+        help="one figure (default: fig8, fig9 and fig10); table1: the spatial ranges of Table 1",
+    )
     ap.add_argument("--quick", action="store_true", help="192 slots, 3 points a sweep, 1 seed")
     ap.add_argument("--data", default="msnbc,tdrive,diginetica", help="comma-separated")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--slots", type=int, help="the first T slots of each dataset (default all)")
     ap.add_argument("--l", dest="cap", type=int, default=5, help="distinct values kept per user")
     ap.add_argument("--out", type=Path, default=Path("bench-out/trajectory"))
-    args = ap.parse_args(argv)
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Run the figures ``args`` ask for; print the orderings, write CSV and PNGs to ``--out``."""
+    if args.figure == "table1":
+        from app.bench import trajectory_range
+
+        return trajectory_range.main(["--data", args.data])
+    figures = [args.figure] if args.figure else list(PRESETS)
     args.out.mkdir(parents=True, exist_ok=True)
     seeds = 1 if args.quick else args.seeds
     rows: list[dict[str, Any]] = []
     for name in args.data.split(","):
         started = time.perf_counter()
         data = LOADERS[name]()
-        if args.quick:
-            data = truncated(data, QUICK_SLOTS)
+        if args.quick or args.slots:
+            data = truncated(data, args.slots or QUICK_SLOTS)
         g = data.graph
         print(f"{name}: T={len(data.counts)}, d={g.nodes}, {g.edge_count} edges, "
               f"clipped {100 * data.clipped_share:.2f}% of visits (l={args.cap})")  # fmt: skip
-        mine = run(name, data, args.quick, seeds, args.cap)
+        mine = run(name, data, args.quick, seeds, args.cap, figures)
         rows += mine
         plots(mine, args.out, name)
-        for measure in ("mae", "mre"):
+        for measure in ("mae", "mre") if "fig8" in figures else ():  # fig8 holds the defaults
             order = " < ".join(f"{m} {v:.4g}" for m, v in ordering(mine, measure))
             print(f"  {measure.upper()} at eps=1, w=120, n=6: {order}")
         print(f"  {time.perf_counter() - started:.0f} s")

@@ -1,0 +1,94 @@
+"""``dpstream bench <paper>``: one verb per paper, each running that paper's figure presets.
+
+========== ======================================= =========================================
+verb       what it runs                            ``--figure`` (default: all of them)
+========== ======================================= =========================================
+pwsm       PWSM Figs. 10-13 (central, the grid)    eps, w, ratio-eps, ratio-w
+ldp-ids    LDP-IDS Figs. 4-5, Table 2 (local)      eps, w, cfpu
+pldp       PLDP-IDS Figs. 2-5 (personal local)     (its ``--sweeps``: eps, w)
+optstream  OptStream Figs. 3, 4, 6, 8, 10, Thm 11  3, 4, 6, 8, 10, thm11
+wn         (w,n)-DP Figs. 8-10, Table 1            fig8, fig9, fig10, table1
+========== ======================================= =========================================
+
+Every verb takes ``--quick`` (a reduced grid, minutes) and ``--out`` (the output folder) and
+draws progress bars on stderr. ``pwsm`` and ``ldp-ids`` run the presets of
+:mod:`app.bench.presets` through :func:`app.bench.report.runs.run_all`, the same runs that
+``dpstream bench results`` reads (so ``--out out/results`` feeds ``results --reuse``); the
+others run their paper's module (:mod:`app.bench.pldp`, :mod:`app.bench.optstream`,
+:mod:`app.bench.trajectory_figs`), whose options they take as they are.
+
+>>> sorted(PAPERS)
+['ldp-ids', 'optstream', 'pldp', 'pwsm', 'wn']
+>>> [f for f in grid_figures("pwsm")]
+['eps', 'ratio-eps', 'ratio-w', 'w']
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PAPERS", "grid_figures", "register"]
+
+PAPERS = {
+    "pwsm": "PWSM (Du et al., PVLDB 2025): AMRE against eps, w and the two-group ratio",
+    "ldp-ids": "LDP-IDS (Ren et al., SIGMOD 2022): MRE against eps and w, CFPU",
+    "pldp": "PLDP-IDS (Du et al.): AMSE against eps and w, ablations",
+    "optstream": "OptStream (Fioretto & Van Hentenryck, AAMAS 2018): Figs. 3, 4, 6, 8, 10",
+    "wn": "(w,n)-DP (Liu et al. 2021): MAE/MRE against eps, w and n; Table 1",
+}
+"""The verbs, with their help lines."""
+
+
+def grid_figures(paper: str) -> list[str]:
+    """The preset suffixes of ``paper`` (``pwsm`` or ``ldp-ids``): ``pwsm-eps`` -> ``eps``."""
+    from app.bench.presets import names
+
+    return [n.removeprefix(paper + "-") for n in names() if n.startswith(paper + "-")]
+
+
+def register(kinds: Any) -> None:
+    """Add one verb per paper to ``dpstream bench``'s kinds."""
+    from app.bench import optstream, pldp, trajectory_figs
+
+    for paper in ("pwsm", "ldp-ids"):
+        p = kinds.add_parser(paper, help=PAPERS[paper], description=PAPERS[paper])
+        p.add_argument("--figure", choices=grid_figures(paper), help="one preset (default all)")
+        p.add_argument("--dataset", help="one dataset (default: each of the paper's)")
+        p.add_argument("--quick", action="store_true", help="the presets' reduced grids")
+        p.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
+        p.add_argument(
+            "--out", type=Path, default=Path("out/results"), help="run folders (one per run)"
+        )
+        p.set_defaults(func=_grid_paper, paper=paper)
+    for paper, module in (("pldp", pldp), ("optstream", optstream), ("wn", trajectory_figs)):
+        p = kinds.add_parser(paper, help=PAPERS[paper], description=PAPERS[paper])
+        module.add_arguments(p)
+        p.set_defaults(func=module.run_cli)
+
+
+def _grid_paper(args: argparse.Namespace) -> int:
+    """``dpstream bench pwsm`` / ``ldp-ids``: the paper's presets on its datasets."""
+    from app.bench.report.runs import RUNS, run_all
+
+    prefix = args.paper + "-"
+    runs = [
+        (name, ds)
+        for name, ds in RUNS
+        if name.startswith(prefix)
+        and (args.figure is None or name == prefix + args.figure)
+        and (args.dataset is None or ds == args.dataset)
+    ]
+    if not runs:
+        print(
+            f"dpstream bench {args.paper}: no run of figure {args.figure or 'any'} on dataset "
+            f"{args.dataset!r}; the runs: {', '.join(f'{n} on {d}' for n, d in RUNS)}",
+            file=sys.stderr,
+        )
+        return 2
+    done = run_all(args.out, quick=args.quick, jobs=args.jobs, runs=runs)
+    for (name, ds), (_, rows, wall) in done.items():
+        print(f"{name} on {ds}: {len(rows)} rows, {wall:.0f} s -> {args.out / f'{name}-{ds}'}")
+    return 0
