@@ -57,18 +57,21 @@ def _kafka_error(exc: BaseException) -> str:
 def _worker(args: argparse.Namespace) -> int:
     """Pre-flight in this order: settings, noise key, broker, stored ledgers; then the worker."""
     from app.stream.kafka import probe, probe_timeout_s
-    from app.stream.ledger_view import check_ledgers
-    from app.stream.worker import run
 
     try:
         settings = _settings(args)
         settings.require_noise_key()
         probe(settings, args.broker_timeout or probe_timeout_s())
+        # Faust and the ledgers' readers only now: an error above is said within a second.
+        from app.stream.ledger_view import check_ledgers
+
         check_ledgers(settings)
     except ServiceError as exc:
         _fail("worker", exc)
         return EXIT_CONFIG
     warn_streams(settings.streams, logging.getLogger("app.stream.worker"))
+    from app.stream.worker import run
+
     try:
         return run(settings)
     except ServiceError as exc:
@@ -106,12 +109,12 @@ def _topics_create(args: argparse.Namespace) -> int:
 def _ledger_show(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
 
-    from app.stream.ledger_view import watch
-
     try:
         settings = _settings(args)
         stream = settings.stream(args.stream)
         settings = preflight(args)
+        from app.stream.ledger_view import watch
+
         return watch(settings, stream, args.timeout, args.json, args.watch)
     except ServiceError as exc:
         _fail("ledger show", exc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import ssl
 from collections.abc import Mapping
 from typing import Any
@@ -74,6 +75,9 @@ def probe(settings: Settings, timeout_s: float = PROBE_TIMEOUT_S) -> int:
     reported (refused, unresolvable host, TLS or SASL failure), or "no answer within N s".
     Every verb that talks to Kafka calls it first, so an unreachable broker is one line.
     """
+    refused = _refused(bootstrap(settings), min(timeout_s, 1.0))
+    if refused:
+        raise BrokerUnreachable(bootstrap(settings), refused)
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
@@ -97,6 +101,35 @@ def probe(settings: Settings, timeout_s: float = PROBE_TIMEOUT_S) -> int:
         admin.poll(0)  # serves error_cb (and the log, to the quiet logger)
         raise BrokerUnreachable(bootstrap(settings), _reason(errors, exc, timeout_s)) from None
     return len(meta.brokers)
+
+
+def _refused(servers: str, timeout_s: float) -> str:
+    """Why no bootstrap server can be reached at all, or "" when one might be.
+
+    One TCP connection attempt per ``host:port``: when every one is refused, or its host does
+    not resolve, no Kafka client could do better, so the probe fails at once instead of after
+    its timeout. A connection that hangs (a firewall dropping packets), and any server that
+    accepts, leave the answer to the metadata request.
+
+    >>> _refused("127.0.0.1:1", 1.0)
+    'Connect to 127.0.0.1:1 failed: Connection refused'
+    >>> _refused("no-such-host.invalid:9092", 1.0)
+    'Failed to resolve no-such-host.invalid:9092'
+    """
+    reasons = []
+    for server in [s.strip() for s in servers.split(",") if s.strip()]:
+        host, _, port = server.rpartition(":")
+        host = host.strip("[]") or "localhost"
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s):
+                return ""
+        except ConnectionRefusedError:
+            reasons.append(f"Connect to {server} failed: Connection refused")
+        except socket.gaierror:
+            reasons.append(f"Failed to resolve {server}")
+        except (OSError, ValueError):
+            return ""  # a timeout, an unreachable route or an odd address: let librdkafka say
+    return "; ".join(reasons)
 
 
 def _reason(errors: list[Any], exc: Exception, timeout_s: float) -> str:
