@@ -9,8 +9,9 @@ budget per level. A stream shows from its first report by this worker process.
 figures as ``dpstream ledger show --json``). ``GET /`` is one self-contained HTML page (inline
 SVG and CSS, no script, nothing fetched; it reloads itself every 5 s): per stream, the last
 slots' released histograms as a bar chart (fresh releases in blue, repeated ones in grey), how
-many were fresh or repeated, and the window budget per level as bars; then the consumer lag
-per topic and the dead letters by reason, read from the worker's own metrics.
+many were fresh or repeated, and the window budget per level as bars; then per stream the slots
+that lost values as late and the release lag, the consumer lag per topic and the dead letters
+by reason, read from the worker's own metrics.
 
 Everything shown is public or an operator figure that ``/metrics`` already exposes: released
 (noised) histograms, budgets, lag, rejected-message counts. No exact count of the data (events
@@ -241,7 +242,8 @@ def _chart(config: StreamConfig, releases: list[dict[str, Any]]) -> str:
 def _operations_section() -> list[str]:
     lag = _samples("dpstream_consumer_lag_seconds")
     dead = _samples("dpstream_dead_letters")
-    out = ["<h2>consumer lag</h2>"]
+    out = _late_section()
+    out.append("<h2>consumer lag</h2>")
     if lag:
         out.append("<table><tr><th>topic</th><th>lag (s)</th></tr>")
         out += [
@@ -260,5 +262,30 @@ def _operations_section() -> list[str]:
     out.append(
         "<p class='note'>Dead letters are rejected input messages (bad encoding, unknown "
         "stream, value outside the domain...), kept on the dead-letter topic.</p>"
+    )
+    return out
+
+
+def _late_section() -> list[str]:
+    """Per stream: slots that lost values as late, and the release lag (never a count of
+    values: ``dpstream_late_slots`` counts slots)."""
+    late = {lb.get("stream", ""): v for lb, v in _samples("dpstream_late_slots")}
+    behind = {lb.get("stream", ""): v for lb, v in _samples("dpstream_release_lag_seconds")}
+    slots = {lb.get("stream", ""): v for lb, v in _samples("dpstream_release_lag_slots")}
+    out = ["<h2>late data and release lag</h2>"]
+    names = sorted(set(late) | set(behind))
+    if not names:
+        return [*out, "<p class='note'>no slot lost values as late; no release lag measured "
+                "yet</p>"]  # fmt: skip
+    out.append("<table><tr><th>stream</th><th>slots with late data</th>"
+               "<th>release lag</th></tr>")  # fmt: skip
+    for sid in names:
+        lag = f"{behind[sid]:.1f} s ({slots.get(sid, 0):g} slots)" if sid in behind else "-"
+        out.append(f"<tr><td>{html.escape(sid)}</td><td>{late.get(sid, 0):g}</td>"
+                   f"<td>{lag}</td></tr>")  # fmt: skip
+    out.append(
+        "<p class='note'>Slots with late data: slots of the stream in which this worker "
+        "dropped any value because it arrived after its slot closed (each slot once; how many "
+        "values is not shown). Release lag: how long the oldest due slot has waited.</p>"
     )
     return out

@@ -64,6 +64,9 @@ def test_dashboard_shows_what_the_issue_asks(dashboard: dict) -> None:
         "dpstream_watermark_seconds",  # issue 9: event-time progress
         "dpstream_slot_timeouts_total",
         "dpstream_late_partials_total",
+        "dpstream_late_slots_total",  # issue 23: the default, count-free late signal
+        "dpstream_release_lag_slots",  # issue 23: release lag behind the wall clock
+        "dpstream_event_loop_lag_seconds",
         "dpstream_ready",
     } <= used
 

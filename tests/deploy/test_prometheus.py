@@ -57,6 +57,8 @@ ISSUE_ALERTS = {
     "DpstreamReleaseOverdue",
     "DpstreamConsumerLagHigh",
     "DpstreamLateDataDropped",
+    "DpstreamReleaseLagging",
+    "DpstreamInternalMessageRefused",
     "DpstreamSlotTimeouts",
     "DpstreamDeadLettersRising",
     "DpstreamBudgetExhausted",
@@ -81,7 +83,8 @@ def test_alerts_follow_the_metrics_contract() -> None:
     """Lag in seconds, levels by name, the new progress metrics (issues 9 and 15)."""
     exprs = {r["alert"]: r["expr"] for r in _rules()}
     assert "dpstream_consumer_lag_seconds" in exprs["DpstreamConsumerLagHigh"]
-    assert "dpstream_late_partials_total" in exprs["DpstreamLateDataDropped"]
+    assert "dpstream_late_slots_total" in exprs["DpstreamLateDataDropped"]  # issue 23, item 1
+    assert "dpstream_release_lag_slots" in exprs["DpstreamReleaseLagging"]  # issue 23, item 4
     assert "dpstream_slot_timeouts_total" in exprs["DpstreamSlotTimeouts"]
     assert "dpstream_ready" in exprs["DpstreamNotReady"]
     assert "3 * " in exprs["DpstreamReleaseOverdue"]

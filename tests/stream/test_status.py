@@ -12,6 +12,7 @@ import pytest
 from app import metrics
 from app.stream import status
 from app.stream.config import load_settings
+from app.stream.late import LateSlots
 from app.stream.records import encode_partial, encode_tick
 from app.stream.release import LedgerEntry, Releaser
 from tests.stream.agent import sized_topics
@@ -101,3 +102,15 @@ def test_no_stream_yet():
     status.forget()
     assert "No stream released yet" in status.render_page()
     assert status.budget_document()["streams"] == []
+
+
+def test_page_names_the_slots_that_lost_late_data_and_the_release_lag(released):
+    """Issue 23, item 1: the default late signal is a count of slots, shown per stream."""
+    late = LateSlots()
+    late.mark("late-page", 41)
+    late.mark("late-page", 41)  # the same slot again, e.g. from another partition
+    late.mark("late-page", 42)
+    metrics.RELEASE_LAG_SECONDS.labels("late-page").set(2.5)
+    metrics.RELEASE_LAG_SLOTS.labels("late-page").set(2)
+    page = status.render_page()
+    assert "<tr><td>late-page</td><td>2</td><td>2.5 s (2 slots)</td></tr>" in page
