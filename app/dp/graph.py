@@ -34,6 +34,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from app.dp import validate
 from app.dp.errors import ParameterError
 
 T = TypeVar("T", bound=np.generic)
@@ -59,9 +60,7 @@ class Graph:
     """
 
     def __init__(self, nodes: int, edges: Iterable[Sequence[int]] = ()) -> None:
-        if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
-            raise ParameterError(f"d (graph nodes) must be an integer >= 1, got {nodes!r}")
-        self.nodes = int(nodes)
+        self.nodes = validate.integer("d (graph nodes)", nodes)
         pairs = np.array([tuple(e) for e in edges], dtype=np.int64).reshape(-1, 2)
         if pairs.size and (pairs.min() < 0 or pairs.max() >= self.nodes):
             bad = pairs[(pairs < 0).any(axis=1) | (pairs >= self.nodes).any(axis=1)][0]
@@ -91,8 +90,7 @@ class Graph:
         [3, 5, 3, 5, 8, 5, 3, 5, 3]
         """
         for name, v in (("rows", rows), ("cols", cols)):
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                raise ParameterError(f"grid {name} must be an integer >= 1, got {v!r}")
+            validate.integer(f"grid {name}", v)
         if neighbours not in (4, 8):
             raise ParameterError(f"neighbours must be 4 or 8, got {neighbours!r}")
         ids = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)

@@ -1,6 +1,8 @@
 """The base of every mechanism: parameters, the state envelope, and the parameter fingerprint.
 
 A mechanism keeps its constructor parameters verbatim and its evolving state apart.
+:meth:`Mechanism.params` reads them back by the names of the constructor's signature (river's
+``_get_params``), so a class declares its parameters once, in ``__init__``.
 ``state_dict()`` wraps the state in an envelope carrying the mechanism's name, its state
 version and a fingerprint of its parameters; ``load_state`` refuses a blob whose envelope does
 not match, so a ledger can never be continued by a differently configured mechanism.
@@ -9,9 +11,10 @@ not match, so a ledger can never be continued by a differently configured mechan
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from app.dp.errors import StateMismatchError
@@ -28,10 +31,19 @@ class Mechanism(ABC):
     version: ClassVar[int]
     """Implementation and state version; bump it when outputs or state layout change."""
     kind: ClassVar[Kind]
+    param_attrs: ClassVar[Mapping[str, str | None]] = {}
+    """Constructor parameters stored under another attribute (name -> attribute), or folded
+    into others and not reported (name -> None); every other one is stored under its name."""
 
-    @abstractmethod
     def params(self) -> dict[str, Any]:
-        """The constructor parameters as plain values (what ``create`` was called with)."""
+        """The constructor parameters as plain values (what ``create`` was called with), in
+        the order of the constructor's signature; groups as ``[w, eps]`` pairs."""
+        out = {}
+        for name in constructor_params(type(self)):
+            attr = self.param_attrs.get(name, name)
+            if attr is not None:
+                out[name] = _plain(getattr(self, attr))
+        return out
 
     @abstractmethod
     def describe(self) -> str:
@@ -46,10 +58,11 @@ class Mechanism(ABC):
         """Restore :meth:`_state` output onto a freshly built instance."""
 
     @classmethod
-    @abstractmethod
     def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> Mechanism:
         """Build the mechanism a stream runs: its domain size, its requirement groups (the
         levels it offers) and its extra ``params``; how a service builds any mechanism."""
+        build: Callable[..., Mechanism] = cls  # a concrete subclass's constructor
+        return build(d=d, groups=groups, **params)
 
     @classmethod
     @abstractmethod
@@ -95,3 +108,41 @@ class Mechanism(ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
+
+
+_SIGNATURES: dict[type, tuple[str, ...]] = {}
+
+
+def constructor_params(cls: type) -> tuple[str, ...]:
+    """The names of ``cls``'s constructor parameters. A constructor that passes ``**params``
+    on takes its parent constructor's names too, the parent's first.
+
+    >>> from app.dp.period import DFT
+    >>> constructor_params(DFT)
+    ('d', 'groups', 'noise', 'sensitivity', 'alpha', 'strict', 'k')
+    """
+    if cls not in _SIGNATURES:
+        _SIGNATURES[cls] = _names(cls.__mro__)
+    return _SIGNATURES[cls]
+
+
+def _names(mro: tuple[type, ...]) -> tuple[str, ...]:
+    owners = [i for i, klass in enumerate(mro) if "__init__" in vars(klass)]
+    if not owners:
+        return ()
+    i, klass = owners[0], mro[owners[0]]
+    params = list(inspect.signature(vars(klass)["__init__"]).parameters.values())[1:]
+    named = tuple(p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        return named
+    parents = _names(mro[i + 1 :])
+    return parents + tuple(n for n in named if n not in parents)
+
+
+def _plain(value: Any) -> Any:
+    """A parameter as a plain value: groups as ``[w, eps]``, tuples as lists."""
+    if isinstance(value, Group):
+        return [value.w, value.eps]
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value

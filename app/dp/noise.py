@@ -29,10 +29,11 @@ import hashlib
 import hmac
 import math
 import secrets
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 
+from app.dp import validate
 from app.dp.errors import ParameterError
 from app.dp.types import FloatArray, IntArray
 
@@ -52,9 +53,7 @@ GRID_RESOLUTION = 64
 
 def check_kind(noise: str) -> NoiseKind:
     """Validate a noise name."""
-    if noise not in NOISE_KINDS:
-        raise ParameterError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
-    return noise
+    return cast(NoiseKind, validate.choice("noise", noise, NOISE_KINDS))
 
 
 def _check_eps(eps: float) -> None:

@@ -49,6 +49,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
+from app.dp import validate
 from app.dp.errors import ParameterError
 from app.dp.types import FloatArray, IntArray
 
@@ -70,12 +71,8 @@ class FrequencyOracle(ABC):
     name: ClassVar[OracleName]
 
     def __init__(self, d: int, eps: float) -> None:
-        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
-            raise ParameterError(f"d must be an integer >= 2, got {d!r}")
-        if not isinstance(eps, int | float) or not math.isfinite(eps) or eps <= 0:
-            raise ParameterError(f"eps must be a finite number > 0, got {eps!r}")
-        self.d = int(d)
-        self.eps = float(eps)
+        self.d = validate.integer("d", d, 2)
+        self.eps = validate.positive("eps", eps)
 
     @property
     @abstractmethod
@@ -310,9 +307,7 @@ _CLASSES: dict[str, type[FrequencyOracle]] = {"grr": GRR, "oue": OUE, "olh": OLH
 
 def check_choice(oracle: str) -> str:
     """Validate an ``oracle`` parameter (a protocol name or ``"adaptive"``)."""
-    if oracle not in CHOICES:
-        raise ParameterError(f"oracle must be one of {CHOICES}, got {oracle!r}")
-    return oracle
+    return validate.choice("oracle", oracle, CHOICES)
 
 
 def choose(d: int, eps: float) -> OracleName:

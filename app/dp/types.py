@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
@@ -10,7 +9,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from app.dp.errors import ParameterError
+from app.dp import validate
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -36,12 +35,8 @@ class Group:
     eps: float
 
     def __post_init__(self) -> None:
-        if isinstance(self.w, bool) or not isinstance(self.w, int | np.integer) or self.w < 1:
-            raise ParameterError(f"Group.w must be an integer >= 1, got {self.w!r}")
-        if not isinstance(self.eps, int | float) or not math.isfinite(self.eps) or self.eps <= 0:
-            raise ParameterError(f"Group.eps must be a finite number > 0, got {self.eps!r}")
-        object.__setattr__(self, "w", int(self.w))
-        object.__setattr__(self, "eps", float(self.eps))
+        object.__setattr__(self, "w", validate.integer("Group.w", self.w))
+        object.__setattr__(self, "eps", validate.positive("Group.eps", self.eps))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from app.dp import validate
 from app.dp.budget import WindowLedger
 from app.dp.errors import ParameterError
 from app.dp.mechanism import Mechanism
@@ -51,20 +52,9 @@ class CentralMechanism(Mechanism):
     def __init__(
         self, d: int, groups: Sequence[Group], noise: str = "laplace", sensitivity: int = 1
     ) -> None:
-        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
-            raise ParameterError(f"d must be an integer >= 1, got {d!r}")
-        if (
-            isinstance(sensitivity, bool)
-            or not isinstance(sensitivity, int | np.integer)
-            or sensitivity < 1
-        ):
-            raise ParameterError(f"sensitivity must be an integer >= 1, got {sensitivity!r}")
-        self.sensitivity = int(sensitivity)
-        groups = tuple(groups)
-        if not groups or not all(isinstance(g, Group) for g in groups):
-            raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
-        self.d = int(d)
-        self.groups = groups
+        self.d = validate.integer("d", d)
+        self.sensitivity = validate.integer("sensitivity", sensitivity)
+        self.groups = groups = validate.sequence("groups", groups, Group)
         self.noise = check_kind(noise)
         if self.personalized:
             self.budget_groups = groups
@@ -77,18 +67,6 @@ class CentralMechanism(Mechanism):
         self.t = 0
         self.last_release: FloatArray = np.zeros(self.d)
         self.ledger = WindowLedger(self.budget_groups, self.publication_share)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "d": self.d,
-            "groups": [[g.w, g.eps] for g in self.groups],
-            "noise": self.noise,
-            "sensitivity": self.sensitivity,
-        }
-
-    @classmethod
-    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> CentralMechanism:
-        return cls(d=d, groups=groups, **params)
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:
@@ -118,7 +96,7 @@ class CentralMechanism(Mechanism):
             the privacy loss is then unbounded by the offered budgets (issue 16). Mechanisms
             without OBS ignore it.
         """
-        c = self._check_counts(counts)
+        c = validate.counts(counts, len(self.groups), self.d)
         if population is None:
             if self.uses_obs:
                 raise ParameterError(
@@ -156,16 +134,6 @@ class CentralMechanism(Mechanism):
     ) -> Outcome:
         """Decide slot ``t``: ensure the budget on ``self.ledger``, then draw; never mutate."""
         raise NotImplementedError
-
-    def _check_counts(self, counts: npt.ArrayLike) -> IntArray:
-        c = np.array(counts, copy=True)
-        if c.shape != (len(self.groups), self.d):
-            raise ParameterError(
-                f"counts must have shape (groups={len(self.groups)}, d={self.d}), got {c.shape}"
-            )
-        if c.size and (not np.issubdtype(c.dtype, np.integer) or (c < 0).any()):
-            raise ParameterError("counts must be non-negative integers")
-        return c.astype(np.int64)
 
     def window_report(self) -> list[WindowSpend]:
         out = []

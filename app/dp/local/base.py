@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from app.dp import validate
 from app.dp.budget import WindowLedger, exact
 from app.dp.errors import DPError, ParameterError
 from app.dp.local.population import (
@@ -51,7 +52,7 @@ from app.dp.local.population import (
     default_buckets,
 )
 from app.dp.local.wire import CollectionRequest, Round, Tally
-from app.dp.mechanism import Mechanism
+from app.dp.mechanism import Mechanism, constructor_params
 from app.dp.oracles import FrequencyOracle, check_choice, make
 from app.dp.types import FloatArray, Group, IntArray, Release, Status, WindowSpend
 
@@ -105,19 +106,11 @@ class LocalMechanism(Mechanism):
         buckets: int | None = None,
         oracle: str = "grr",
     ) -> None:
-        _check_int("d", d, 2)
-        _check_int("w", w, 1)
-        _check_int("users", users, 1)
-        if not isinstance(eps, int | float) or not math.isfinite(eps) or eps <= 0:
-            raise ParameterError(f"eps must be a finite number > 0, got {eps!r}")
-        if buckets is not None:
-            _check_int("buckets", buckets, 1)
-            if buckets > min(users, MAX_BUCKETS):
-                raise ParameterError(
-                    f"buckets must be at most min(users, {MAX_BUCKETS}), got {buckets!r}"
-                )
-        self.d, self.eps, self.w, self.users = int(d), float(eps), int(w), int(users)
-        self.buckets = buckets
+        self.d = validate.integer("d", d, 2)
+        self.w = validate.integer("w", w)
+        self.users = validate.integer("users", users)
+        self.eps = validate.positive("eps", eps)
+        self.buckets = check_buckets(buckets, self.users)
         self.oracle = check_choice(oracle)
         self._validate()
         self.groups: tuple[Group, ...] = (Group(self.w, self.eps),)
@@ -139,18 +132,14 @@ class LocalMechanism(Mechanism):
         self.population = Population(self.users, self.n_buckets, self.w)
         self._open: _Open | None = None
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "d": self.d, "eps": self.eps, "w": self.w, "users": self.users,
-            "buckets": self.buckets, "oracle": self.oracle,
-        }  # fmt: skip
-
     @classmethod
-    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> LocalMechanism:
-        """At the strictest level ``(max w, min eps)``, which satisfies every offered level."""
-        return cls(
-            d=d, eps=min(g.eps for g in groups), w=max(g.w for g in groups), **params
-        )
+    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> Mechanism:
+        """A personalized mechanism (one taking ``groups``) takes the stream's levels as the
+        users' levels; the others run at the strictest level ``(max w, min eps)``, which
+        satisfies every offered level."""
+        if "groups" in constructor_params(cls):
+            return super().for_stream(d, groups, **params)
+        return cls(d=d, eps=min(g.eps for g in groups), w=max(g.w for g in groups), **params)
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:
@@ -392,6 +381,21 @@ class LocalMechanism(Mechanism):
             )  # fmt: skip
 
 
-def _check_int(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}")
+def check_users(users: object, groups: int) -> list[int]:
+    """``users`` as a list of one integer ``>= 1`` per group."""
+    sizes = list(users) if isinstance(users, Sequence) else []
+    if len(sizes) != groups:
+        raise ParameterError(f"users must give one count per group, got {users!r}")
+    return [validate.integer("users", n) for n in sizes]
+
+
+def check_buckets(buckets: int | None, users: int) -> int | None:
+    """``buckets`` if it is None (the default for ``users``) or an integer in
+    ``[1, min(users, MAX_BUCKETS)]``."""
+    if buckets is not None:
+        validate.integer("buckets", buckets)
+        if buckets > min(users, MAX_BUCKETS):
+            raise ParameterError(
+                f"buckets must be at most min(users, {MAX_BUCKETS}), got {buckets!r}"
+            )
+    return buckets

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from app.dp import validate
 from app.dp.errors import ParameterError
 from app.dp.local.base import Ask, LocalMechanism
 from app.dp.types import Status
@@ -102,9 +103,7 @@ class LPD(LocalMechanism):
         oracle: str = "grr",
         min_users: int = 1,
     ) -> None:
-        if isinstance(min_users, bool) or not isinstance(min_users, int) or min_users < 1:
-            raise ParameterError(f"min_users must be an integer >= 1, got {min_users!r}")
-        self.min_users = min_users
+        self.min_users = validate.integer("min_users", min_users)
         super().__init__(d, eps, w, users, buckets, oracle)
 
     def _validate(self) -> None:
@@ -113,9 +112,6 @@ class LPD(LocalMechanism):
     def _reset(self) -> None:
         super()._reset()
         self.pub_users: deque[int] = deque(maxlen=self.w - 1)
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "min_users": self.min_users}
 
     def describe(self) -> str:
         return (

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from app.dp.errors import ParameterError
+from app.dp import validate
 from app.dp.local.base import Ask, LocalMechanism
 from app.dp.types import Status
 
@@ -86,13 +84,8 @@ class LSP(LocalMechanism):
         oracle: str = "grr",
         offset: int = 0,
     ) -> None:
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < w:
-            raise ParameterError(f"offset must be an integer in [0, w), got {offset!r}")
-        self.offset = offset
+        self.offset = validate.integer("offset", offset, 0, high=validate.integer("w", w))
         super().__init__(d, eps, w, users, buckets, oracle)
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "offset": self.offset}
 
     def describe(self) -> str:
         return "LSP: every user reports with the full eps at one slot in w; the others repeat"

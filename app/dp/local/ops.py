@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from app.dp import validate
 from app.dp.budget import exact
 from app.dp.errors import ParameterError
 from app.dp.local.pfo import report_error
@@ -94,8 +95,7 @@ def select(
 ) -> OPSResult:
     """Alg. 1 over entries ``i`` with unit population ``z[i]``, budget ``eps[i]``, ``counts[i]``
     users (1 for per-user input) and window ``w[i]``; ``n`` users in total."""
-    if split_rule not in SPLIT_RULES:
-        raise ParameterError(f"split_rule must be one of {SPLIT_RULES}, got {split_rule!r}")
+    validate.choice("split_rule", split_rule, SPLIT_RULES)
     if split_rule == "safe_max" and w is None:
         raise ParameterError("split_rule 'safe_max' needs the windows w")
     if not z or min(z) < 1:

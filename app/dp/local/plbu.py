@@ -8,9 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from app.dp.errors import ParameterError
-from app.dp.local.base import Ask, LocalMechanism, _check_int
-from app.dp.local.population import MAX_BUCKETS
+from app.dp import validate
+from app.dp.local.base import Ask, LocalMechanism, check_buckets, check_users
 from app.dp.oracles import check_choice
 from app.dp.types import Group, Status
 
@@ -89,6 +88,7 @@ class PLBU(LocalMechanism):
     version = 1
     population_division = False
     publication_share = Fraction(1)
+    param_attrs = {"users": "group_users"}
 
     def __init__(
         self,
@@ -98,40 +98,15 @@ class PLBU(LocalMechanism):
         buckets: int | None = None,
         oracle: str = "grr",
     ) -> None:
-        _check_int("d", d, 2)
-        groups = tuple(groups)
-        if not groups or not all(isinstance(g, Group) for g in groups):
-            raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
-        sizes = list(users) if isinstance(users, Sequence) else []
-        if len(sizes) != len(groups):
-            raise ParameterError(f"users must give one count per group, got {users!r}")
-        for n in sizes:
-            _check_int("users", n, 1)
-        total = sum(int(n) for n in sizes)
-        if buckets is not None:
-            _check_int("buckets", buckets, 1)
-            if buckets > min(total, MAX_BUCKETS):
-                raise ParameterError(f"buckets must be at most min(users, {MAX_BUCKETS})")
-        self.d, self.groups, self.buckets = int(d), groups, buckets
-        self.group_users = [int(n) for n in sizes]
-        self.users = total
+        self.d = validate.integer("d", d, 2)
+        self.groups = groups = validate.sequence("groups", groups, Group)
+        self.group_users = check_users(users, len(groups))
+        self.users = sum(self.group_users)
+        self.buckets = check_buckets(buckets, self.users)
         self.w = max(g.w for g in groups)
         self.eps = min(g.eps for g in groups)
         self.oracle = check_choice(oracle)
         self._reset()
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "d": self.d,
-            "groups": [[g.w, g.eps] for g in self.groups],
-            "users": list(self.group_users),
-            "buckets": self.buckets,
-            "oracle": self.oracle,
-        }
-
-    @classmethod
-    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> PLBU:
-        return cls(d=d, groups=groups, **params)
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:

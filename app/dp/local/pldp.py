@@ -37,14 +37,13 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from app.dp import validate
 from app.dp.budget import GroupBudget
 from app.dp.errors import ParameterError
-from app.dp.local.base import Ask, LocalMechanism, ProtocolError
-from app.dp.local.base import _check_int as check_int
+from app.dp.local.base import Ask, LocalMechanism, ProtocolError, check_buckets, check_users
 from app.dp.local.ops import SPLIT_RULES, OPSResult, SplitRule, ops
 from app.dp.local.personal_population import PersonalPopulation
 from app.dp.local.pfo import estimate, merge, pldp_variance, project_simplex, report_error
-from app.dp.local.population import MAX_BUCKETS
 from app.dp.local.pue import pue
 from app.dp.local.wire import CollectionRequest, Tally
 from app.dp.types import FloatArray, Group, IntArray
@@ -60,6 +59,8 @@ class PLDPMechanism(LocalMechanism):
     """Pool re-perturbed reports of higher budgets into lower groups (Alg. 2)."""
     candidate_err: ClassVar[bool] = False
     """``err`` from the drawn candidate's budget mix (Alg. 3/4) instead of the population's."""
+    param_attrs = {"users": "group_users", "eps": None, "w": None}
+    """``users`` is kept per level; ``eps`` and ``w`` only spell a one-level ``groups``."""
 
     def __init__(
         self,
@@ -73,44 +74,25 @@ class PLDPMechanism(LocalMechanism):
         eps: float | None = None,
         w: int | None = None,
     ) -> None:
-        check_int("d", d, 2)
+        self.d = validate.integer("d", d, 2)
         if groups is None:  # the homogeneous case (w_i, eps_i) = (w, eps): LDP-IDS
-            check_int("w", w, 1)
-            if not isinstance(eps, int | float) or not math.isfinite(eps) or eps <= 0:
-                raise ParameterError(f"eps must be a finite number > 0, got {eps!r}")
-            groups = [Group(int(w or 0), eps)]
+            groups = [Group(validate.integer("w", w), validate.positive("eps", eps))]
         elif eps is not None or w is not None:
             raise ParameterError("give either groups or (eps, w), not both")
-        levels = tuple(groups)
-        if not levels or not all(isinstance(g, Group) for g in levels):
-            raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
+        levels = validate.sequence("groups", groups, Group)
         if isinstance(users, int) and not isinstance(users, bool) and len(levels) == 1:
             users = [users]
-        sizes = list(users) if isinstance(users, Sequence) else []
-        if len(sizes) != len(levels):
-            raise ParameterError(f"users must give one count per group, got {users!r}")
-        for n in sizes:
-            check_int("users", n, 1)
-        if split_rule not in SPLIT_RULES:
-            raise ParameterError(f"split_rule must be one of {SPLIT_RULES}, got {split_rule!r}")
-        if not isinstance(dis_on_raw, bool):
-            raise ParameterError(f"dis_on_raw must be a bool, got {dis_on_raw!r}")
-        self.d, self.groups, self.buckets = int(d), levels, buckets
-        self.group_users = [int(n) for n in sizes]
+        self.groups = levels
+        self.group_users = check_users(users, len(levels))
         self.users = sum(self.group_users)
+        self.split_rule: SplitRule = validate.choice("split_rule", split_rule, SPLIT_RULES)
+        self.dis_on_raw = validate.flag("dis_on_raw", dis_on_raw)
         self.w = max(g.w for g in levels)
         self.eps = min(g.eps for g in levels)
         self.oracle = "grr"
-        self.split_rule: SplitRule = split_rule
-        self.dis_on_raw = dis_on_raw
         if self.users < 2 * self.w:
             raise ParameterError(f"users must total at least 2 max(w)={2 * self.w}, got {users!r}")
-        if buckets is not None:
-            check_int("buckets", buckets, 1)
-            if buckets > min(self.users, MAX_BUCKETS):
-                raise ParameterError(
-                    f"buckets must be at most min(users, {MAX_BUCKETS}), got {buckets!r}"
-                )
+        self.buckets = check_buckets(buckets, self.users)
         self._setup()
         if self.n_buckets < 2 * self.window:
             raise ParameterError(
@@ -158,21 +140,6 @@ class PLDPMechanism(LocalMechanism):
     def unit_users(self) -> int:
         """``z``: the dissimilarity cohort per slot and the absorption unit."""
         return self.unit
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "d": self.d,
-            "groups": [[g.w, g.eps] for g in self.groups],
-            "users": list(self.group_users),
-            "buckets": self.buckets,
-            "split_rule": self.split_rule,
-            "dis_on_raw": self.dis_on_raw,
-        }
-
-    @classmethod
-    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> PLDPMechanism:
-        """The stream's levels are the users' requirement levels; ``users`` per level."""
-        return cls(d=d, groups=groups, **params)
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from app.dp.errors import ParameterError
+from app.dp import validate
 from app.dp.local.base import Ask
 from app.dp.local.ops import SplitRule
 from app.dp.local.pldp import PLDPMechanism
@@ -35,17 +35,12 @@ class PLDPDistribution(PLDPMechanism):
         eps: float | None = None,
         w: int | None = None,
     ) -> None:
-        if isinstance(min_users, bool) or not isinstance(min_users, int) or min_users < 1:
-            raise ParameterError(f"min_users must be an integer >= 1, got {min_users!r}")
-        self.min_users = min_users
+        self.min_users = validate.integer("min_users", min_users)
         super().__init__(d, groups, users, buckets, split_rule, dis_on_raw, eps=eps, w=w)
 
     def _reset(self) -> None:
         super()._reset()
         self.pub_users: deque[int] = deque(maxlen=self.window - 1)
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "min_users": self.min_users}
 
     def _publication_ask(self, t: int, dis: float | None, rng: np.random.Generator) -> Ask | Status:
         remaining = self.users // 2 - sum(self.pub_users)  # Alg. 5 l.5 (tau <= 0 adds 0)

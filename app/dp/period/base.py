@@ -67,37 +67,12 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from app.dp import validate
 from app.dp.budget import WindowLedger
 from app.dp.errors import ParameterError
 from app.dp.mechanism import Mechanism
-from app.dp.noise import NOISE_KINDS, SAFE_NOISE, NoiseKind
+from app.dp.noise import SAFE_NOISE, NoiseKind, check_kind
 from app.dp.types import FloatArray, Group, Release, WindowSpend
-
-
-def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
-    """Return ``value`` if it is one of ``choices``; otherwise raise naming ``name``."""
-    if value not in choices:
-        raise ParameterError(f"{name} must be one of {tuple(choices)}, got {value!r}")
-    return value
-
-
-def check_flag(name: str, value: Any) -> bool:
-    """Return ``value`` if it is a bool; otherwise raise naming ``name``."""
-    if not isinstance(value, bool):
-        raise ParameterError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def check_number(name: str, value: Any, low: float, *, integer: bool = False) -> Any:
-    """Return ``value`` if it is a finite (integer) number ``>= low``; otherwise raise."""
-    ok = not isinstance(value, bool) and isinstance(
-        value, (int, np.integer) if integer else (int, float, np.integer, np.floating)
-    )
-    number = float(value) if ok else float("nan")
-    if not (np.isfinite(number) and number >= low):
-        what = "an integer" if integer else "a finite number"
-        raise ParameterError(f"{name} must be {what} >= {low}, got {value!r}")
-    return int(value) if integer else number
 
 
 class PeriodMechanism(Mechanism):
@@ -116,19 +91,12 @@ class PeriodMechanism(Mechanism):
         alpha: float | None = None,
         strict: bool = True,
     ) -> None:
-        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
-            raise ParameterError(f"d must be an integer >= 1, got {d!r}")
-        groups = tuple(groups)
-        if not groups or not all(isinstance(g, Group) for g in groups):
-            raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
-        self.d = int(d)
-        self.groups = groups
-        self.noise: NoiseKind = check_choice("noise", noise, NOISE_KINDS)
-        self.sensitivity: int = check_number("sensitivity", sensitivity, 1, integer=True)
-        self.alpha: float | None = None if alpha is None else check_number("alpha", alpha, 0.0)
-        if self.alpha == 0.0:
-            raise ParameterError(f"alpha must be > 0, got {alpha!r}")
-        self.strict = check_flag("strict", strict)
+        self.d = validate.integer("d", d)
+        self.groups = groups = validate.sequence("groups", groups, Group)
+        self.noise: NoiseKind = check_kind(noise)
+        self.sensitivity = validate.integer("sensitivity", sensitivity)
+        self.alpha = None if alpha is None else validate.positive("alpha", alpha)
+        self.strict = validate.flag("strict", strict)
         self.budget_group = Group(max(g.w for g in groups), min(g.eps for g in groups))
         self._reset()
 
@@ -154,20 +122,6 @@ class PeriodMechanism(Mechanism):
     def delta(self) -> float:
         """``Delta``: one user's L1 change to one slot's histogram (see the module docstring)."""
         return float(1.0 if self.alpha is None else self.alpha) * self.sensitivity
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "d": self.d,
-            "groups": [[g.w, g.eps] for g in self.groups],
-            "noise": self.noise,
-            "sensitivity": self.sensitivity,
-            "alpha": self.alpha,
-            "strict": self.strict,
-        }
-
-    @classmethod
-    def for_stream(cls, d: int, groups: Sequence[Group], **params: Any) -> PeriodMechanism:
-        return cls(d=d, groups=groups, **params)
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from app.dp import validate
 from app.dp.noise import NoiseKind, add_noise
-from app.dp.period.base import PeriodMechanism, check_number
+from app.dp.period.base import PeriodMechanism
 from app.dp.types import FloatArray, Group
 
 
@@ -136,11 +137,8 @@ class DFT(PeriodMechanism):
     version = 1
 
     def __init__(self, d: int, groups: Sequence[Group], k: int = 10, **params: Any) -> None:
-        self.k: int = check_number("k", k, 1, integer=True)
+        self.k = validate.integer("k", k)
         super().__init__(d, groups, **params)
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "k": self.k}
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:

@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from app.dp import validate
 from app.dp.errors import ParameterError
 from app.dp.noise import SAFE_NOISE
-from app.dp.period.base import PeriodMechanism, check_choice, check_flag, check_number
+from app.dp.period.base import PeriodMechanism
 from app.dp.period.perturb import perturb
 from app.dp.period.postprocess import (
     Feature,
@@ -142,14 +143,14 @@ class OptStream(PeriodMechanism):
         feature_sensitivity: str = "rigorous",
         es_split: str = "halves",
     ) -> None:
-        self.k: int = check_number("k", k, 2, integer=True)
-        self.theta: float = check_number("theta", theta, -np.inf)
-        self.sampling = check_choice("sampling", sampling, SAMPLINGS)
-        self.postprocess = check_flag("postprocess", postprocess)
-        self.feature_sensitivity = check_choice(
+        self.k = validate.integer("k", k, 2)
+        self.theta = validate.number("theta", theta)
+        self.sampling = validate.choice("sampling", sampling, SAMPLINGS)
+        self.postprocess = validate.flag("postprocess", postprocess)
+        self.feature_sensitivity = validate.choice(
             "feature_sensitivity", feature_sensitivity, ("rigorous", "paper")
         )
-        self.es_split = check_choice("es_split", es_split, ("halves", "thirds"))
+        self.es_split = validate.choice("es_split", es_split, ("halves", "thirds"))
         super().__init__(d, groups, noise, sensitivity, alpha, strict)
         w = self.period
         self.features: tuple[Feature, ...] | None = (
@@ -162,18 +163,6 @@ class OptStream(PeriodMechanism):
     def active_features(self) -> tuple[Feature, ...]:
         """The features F2..Fp in use."""
         return default_features(self.period) if self.features is None else self.features
-
-    def params(self) -> dict[str, Any]:
-        return {
-            **super().params(),
-            "k": self.k,
-            "theta": self.theta,
-            "sampling": self.sampling,
-            "postprocess": self.postprocess,
-            "features": None if self.features is None else [list(f) for f in self.features],
-            "feature_sensitivity": self.feature_sensitivity,
-            "es_split": self.es_split,
-        }
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from app.dp import validate
 from app.dp.budget import exact
 from app.dp.errors import ParameterError
 from app.dp.graph import Graph
@@ -90,12 +91,6 @@ class Spending:
     pub: Units
 
 
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
 class GraphMechanism(Mechanism):
     """Base of the (w,n) mechanisms; see the module docstring."""
 
@@ -111,14 +106,11 @@ class GraphMechanism(Mechanism):
         noise: str = "laplace",
         sensitivity: int = 1,
     ) -> None:
-        self.d = _check_int("d", d, 1)
-        groups = tuple(groups)
-        if not groups or not all(isinstance(g, Group) for g in groups):
-            raise ParameterError(f"groups must be a non-empty sequence of Group, got {groups!r}")
-        self.groups = groups
+        self.d = validate.integer("d", d)
+        self.groups = groups = validate.sequence("groups", groups, Group)
         self.noise: NoiseKind = check_kind(noise)
-        self.sensitivity = _check_int("sensitivity", sensitivity, 1)
-        self.n = _check_int("n", n, 1)
+        self.sensitivity = validate.integer("sensitivity", sensitivity)
+        self.n = validate.integer("n", n)
         if graph.nodes != self.d:
             raise ParameterError(f"graph has {graph.nodes} nodes but d is {self.d}")
         self.graph = graph
@@ -133,13 +125,13 @@ class GraphMechanism(Mechanism):
         self.unit_eps = float(exact(self.requirement.eps) / budget.total)
 
     # ------------------------------------------------------------------ construction
-    def _base_params(self) -> dict[str, Any]:
-        return {
-            "d": self.d,
-            "groups": [[g.w, g.eps] for g in self.groups],
-            "noise": self.noise,
-            "sensitivity": self.sensitivity,
-        }
+    def _take_graph(
+        self, d: int, n: int, edges: Edges | None, grid: Sequence[int] | None, neighbours: int
+    ) -> Graph:
+        """The graph of :func:`graph_params`, keeping its parameters as plain values."""
+        graph, plain = graph_params(d, n, edges, grid, neighbours)
+        self.edges, self.grid, self.neighbours = plain["edges"], plain["grid"], plain["neighbours"]
+        return graph
 
     @classmethod
     def for_stream(
@@ -190,14 +182,7 @@ class GraphMechanism(Mechanism):
 
         ``population`` is accepted for the central interface and ignored (no OBS here).
         """
-        c = np.array(counts, copy=True)
-        if c.shape != (len(self.groups), self.d):
-            raise ParameterError(
-                f"counts must have shape (groups={len(self.groups)}, d={self.d}), got {c.shape}"
-            )
-        if c.size and (not np.issubdtype(c.dtype, np.integer) or (c < 0).any()):
-            raise ParameterError("counts must be non-negative integers")
-        r = c.astype(np.int64).sum(axis=0)
+        r = validate.counts(counts, len(self.groups), self.d).sum(axis=0)
         out = self._slot(self.t + 1, r, rng)
         self.ledger.record(out.dc, out.pub)
         self.t += 1
@@ -266,11 +251,11 @@ def graph_params(
     if isinstance(edges, Graph):
         if grid is not None:
             raise ParameterError("give either edges or grid, not both")
-        if edges.nodes != _check_int("d", d, 1):
+        if edges.nodes != validate.integer("d", d):
             raise ParameterError(f"graph has {edges.nodes} nodes but d is {d}")
         graph, edges = edges, edges.edges()
     else:
-        graph = Graph.from_config(_check_int("d", d, 1), edges, grid, neighbours)
+        graph = Graph.from_config(validate.integer("d", d), edges, grid, neighbours)
     plain = {
         "n": n,
         "edges": None if edges is None else [[int(u), int(v)] for u, v in edges],

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from app.dp import validate
 from app.dp.budget import GroupBudget
-from app.dp.errors import InsufficientBudgetError, ParameterError, StateMismatchError
+from app.dp.errors import InsufficientBudgetError, StateMismatchError
 from app.dp.graph import Graph
 from app.dp.types import Group
 
@@ -69,10 +70,8 @@ class GraphLedger:
     def __init__(
         self, graph: Graph, n: int, group: Group, publication_share: Fraction = Fraction(1, 2)
     ) -> None:
-        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-            raise ParameterError(f"n must be an integer >= 1, got {n!r}")
         self.graph = graph
-        self.n = int(n)
+        self.n = validate.integer("n", n)
         self.radius = self.n - 1
         self.budget = GroupBudget(group)
         self.total = self.budget.total

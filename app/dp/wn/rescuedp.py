@@ -97,7 +97,6 @@ class RescueDP(STR):
         noise: str = "laplace",
         sensitivity: int = 1,
     ) -> None:
-        self._graph_params = {}
         self._setup(
             d, groups, Graph(d), 1, kp, ki, kd, pid_window, theta, s, p_max, eps_max,
             process_var, interval_norm, noise, sensitivity,

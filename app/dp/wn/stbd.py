@@ -9,7 +9,7 @@ import numpy as np
 
 from app.dp.errors import ParameterError
 from app.dp.types import Group, IntArray
-from app.dp.wn.base import BoolArray, Edges, GraphMechanism, Spending, graph_params
+from app.dp.wn.base import BoolArray, Edges, GraphMechanism, Spending
 
 
 class STBD(GraphMechanism):
@@ -113,7 +113,7 @@ class STBD(GraphMechanism):
         noise: str = "laplace",
         sensitivity: int = 1,
     ) -> None:
-        graph, self._graph_params = graph_params(d, n, edges, grid, neighbours)
+        graph = self._take_graph(d, n, edges, grid, neighbours)
         labels = np.full(graph.nodes, -1, dtype=np.int64)  # -1: the pages no group lists
         for i, pages in enumerate(page_groups or ()):
             idx = np.asarray(pages, dtype=np.int64).reshape(-1)
@@ -130,9 +130,6 @@ class STBD(GraphMechanism):
         self._label = self._label.astype(np.int64)
         self._sizes = sizes.astype(np.float64)
         super().__init__(d, groups, graph, n, noise, sensitivity)
-
-    def params(self) -> dict[str, Any]:
-        return {**self._base_params(), **self._graph_params, "page_groups": self.page_groups}
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from app.dp import validate
 from app.dp.budget import exact
 from app.dp.errors import ParameterError
 from app.dp.graph import Graph
 from app.dp.types import Group, IntArray
-from app.dp.wn.base import Edges, GraphMechanism, Spending, graph_params
+from app.dp.wn.base import Edges, GraphMechanism, Spending
 
 INTERVAL_NORMS = ("paper", "rescuedp")
-
-
-def _positive(name: str, value: Any, *, zero: bool = False, top: float = math.inf) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or not ((0 <= value if zero else 0 < value) and value <= top):
-        low = ">= 0" if zero else "> 0"
-        raise ParameterError(f"{name} must be a finite number {low} and <= {top}, got {value!r}")
-    return float(value)
 
 
 class STR(GraphMechanism):
@@ -137,7 +129,7 @@ class STR(GraphMechanism):
         noise: str = "laplace",
         sensitivity: int = 1,
     ) -> None:
-        graph, self._graph_params = graph_params(d, n, edges, grid, neighbours)
+        graph = self._take_graph(d, n, edges, grid, neighbours)
         self._setup(
             d, groups, graph, n, kp, ki, kd, pid_window, theta, s, p_max, eps_max,
             process_var, interval_norm, noise, sensitivity,
@@ -148,22 +140,18 @@ class STR(GraphMechanism):
         kd: float, pid_window: int, theta: float, s: float, p_max: float, eps_max: float,
         process_var: float, interval_norm: str, noise: str, sensitivity: int,
     ) -> None:  # fmt: skip
-        self.kp = _positive("kp", kp, zero=True)
-        self.ki = _positive("ki", ki, zero=True)
-        self.kd = _positive("kd", kd, zero=True)
-        if isinstance(pid_window, bool) or not isinstance(pid_window, int) or pid_window < 1:
-            raise ParameterError(f"pid_window must be an integer >= 1, got {pid_window!r}")
-        self.pid_window = pid_window
-        self.theta = _positive("theta", theta, zero=True)
-        self.s = _positive("s", s)
-        self.p_max = _positive("p_max", p_max, top=1.0)
+        self.kp = validate.number("kp", kp, 0)
+        self.ki = validate.number("ki", ki, 0)
+        self.kd = validate.number("kd", kd, 0)
+        self.pid_window = validate.integer("pid_window", pid_window)
+        self.theta = validate.number("theta", theta, 0)
+        self.s = validate.positive("s", s)
+        self.p_max = validate.number("p_max", p_max, 0, strict=True, high=1.0)
         if self.p_max >= 1.0:
             raise ParameterError(f"p_max must be < 1 (Theorem 7), got {p_max!r}")
-        self.eps_max = _positive("eps_max", eps_max, top=1.0)
-        self.process_var = _positive("process_var", process_var, zero=True)
-        if interval_norm not in INTERVAL_NORMS:
-            raise ParameterError(f"interval_norm must be one of {INTERVAL_NORMS}")
-        self.interval_norm = interval_norm
+        self.eps_max = validate.number("eps_max", eps_max, 0, strict=True, high=1.0)
+        self.process_var = validate.number("process_var", process_var, 0)
+        self.interval_norm = validate.choice("interval_norm", interval_norm, INTERVAL_NORMS)
         super().__init__(d, groups, graph, n, noise, sensitivity)
 
     def _reset(self) -> None:
@@ -187,9 +175,6 @@ class STR(GraphMechanism):
             "theta": self.theta, "s": self.s, "p_max": self.p_max, "eps_max": self.eps_max,
             "process_var": self.process_var, "interval_norm": self.interval_norm,
         }  # fmt: skip
-
-    def params(self) -> dict[str, Any]:
-        return {**self._base_params(), **self._graph_params, **self._adaptive_params()}
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:
