@@ -110,7 +110,19 @@ def render(stream: StreamConfig, entry: LedgerEntry) -> str:
         spent_txt = " ".join(f"{k}={v:.4g}" for k, v in spent.items())
         start = utc(stream.slots.start(slot))
         lines.append(f"{slot:>12}  {start:<22}{fresh!s:<6}{status:<10}{spent_txt}")
+    if entry.recent:
+        lines += STATUS_LEGEND
     return "\n".join(lines)
+
+
+STATUS_LEGEND = [
+    "status: publish = a newly noised histogram was released;",
+    "        skip = the last release was repeated, no publication budget spent (the",
+    "        change looked too small; for sample: not the window's sampling slot);",
+    "        nullified = (BA, PBA) an earlier publication used this slot's share in advance,",
+    "        so the last release was repeated without looking at the data.",
+]
+"""What ``ledger show`` prints under the last releases, once."""
 
 
 def to_json(stream: StreamConfig, entry: LedgerEntry) -> dict[str, Any]:

@@ -77,3 +77,14 @@ def test_local_view_shows_population_window_and_pending_request(settings):
     )
     assert f"used {used}, available {60 - used}" in text
     assert [int(x[0]) for x in entry.recent] == [10, 11]
+
+
+def test_view_says_what_skip_and_nullified_mean(settings):
+    """Issue 23 item 12: the status column's words are explained under the releases."""
+    r, ledger = make(settings)
+    run(r, encode_tick("cen", {0: 10.6}, 1), 10.6)
+    run(r, encode_tick("cen", {0: 12.6}, 1), 12.7)
+    text = render(settings.stream("cen"), LedgerEntry.decode(ledger["cen"]))
+    legend = text[text.index("status: publish") :]
+    assert "skip = " in legend and "nullified = " in legend
+    assert max(len(line) for line in legend.splitlines()) <= 100
