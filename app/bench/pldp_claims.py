@@ -143,8 +143,13 @@ def _gap_claims(m: Means) -> list[Claim]:
         r, pooled, wins, n = gap(m, ds, sweep, mech)
         low, total = _lowest(m, ds, sweep, mech)
         verdict = percent_verdict(wins, n, r, paper_pct)
+        off = abs(100 * r - paper_pct)
+        size = "inside" if off <= MAGNITUDE_TOLERANCE else "outside"
+        why = (f"the gap is {off:.2f} points from the paper's, {size} the "
+               f"{MAGNITUDE_TOLERANCE:g}-point tolerance")  # fmt: skip
         if verdict == Verdict.AGREE and low < total:
             verdict = Verdict.PARTLY
+            why += f"; partly because {mech.upper()} is not the lowest at {total - low}/{total}"
         extra = ""
         if group == "synthetic":
             below = sum(_at(m, (d, sweep), p, "plpa") < _at(m, (d, sweep), p, "plpa+")
@@ -155,7 +160,7 @@ def _gap_claims(m: Means) -> list[Claim]:
             PAPER, ref, f"{fig}, {group}: {mech.upper()} about {paper_pct:g}% below LBA "
             "and the lowest of the six methods", f"{paper_pct:g}%",
             f"{pct(r)} mean R ({pct(pooled)} pooled), below at {wins}/{n}; lowest at "
-            f"{low}/{total}{extra}", verdict,
+            f"{low}/{total}{extra}", verdict, why,
         ))  # fmt: skip
     for group, ds in _groups(m).items():
         mech, paper_pct = PAPER_OVERALL[group]
@@ -291,10 +296,10 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     """Claims table, gap table and the mean AMSE of every method at every point."""
     m = means(rows)
     seeds = sorted({r["seed"] for r in rows})
-    out = ["| # | claim | paper | dpstream | verdict |", "|---|---|---|---|---|"]
+    out = ["| # | claim | paper | dpstream | verdict | why |", "|---|---|---|---|---|---|"]
     for c in claims(rows):
         v = f"**{c.verdict}**" if c.verdict in (Verdict.AGREE, Verdict.DISAGREE) else c.verdict
-        out.append(f"| {c.ref} | {c.claim} | {c.paper_value} | {c.measured} | {v} |")
+        out.append(f"| {c.ref} | {c.claim} | {c.paper_value} | {c.measured} | {v} | {c.why} |")
     out += ["", f"Gaps to LBA (tolerance {MAGNITUDE_TOLERANCE:g} points):", ""]
     out += gap_table(m)
     out += ["", f"Mean AMSE over seeds {seeds} (LPD/LPA raw and projected):", ""]

@@ -2,7 +2,8 @@
 copy the figures next to the report, check the claims and write RESULTS.md.
 
 Only the sections the report renders are rewritten; hand-written ``## `` sections of the old file
-(the (w,n)-DP and OptStream ones) are kept where they were (:mod:`app.bench.report.sections`).
+(the (w,n)-DP and OptStream ones) are kept where they were (:mod:`app.bench.report.sections`),
+and the header's ``Summary:`` line counts the verdicts of every paper, kept sections included.
 Hand edits *inside* a rendered section are lost."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from app.bench.report.claims import claims
 from app.bench.report.evidence import population, zero_release_amre
 from app.bench.report.render import closing_note, cost_section, render
 from app.bench.report.runs import RUNS, Done, recorded_machine, run_all
-from app.bench.report.sections import keep_foreign
+from app.bench.report.sections import keep_foreign, with_summary
 
 __all__ = ["copy_figures", "regenerate"]
 
@@ -95,5 +96,5 @@ def regenerate(
         machine=machine,
     )
     old = path.read_text() if path.exists() else ""
-    path.write_text(keep_foreign(old, text))
+    path.write_text(with_summary(keep_foreign(old, text)))
     return path

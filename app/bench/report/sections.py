@@ -22,7 +22,10 @@ new b
 
 from __future__ import annotations
 
-__all__ = ["keep_foreign", "split_sections"]
+__all__ = ["keep_foreign", "split_sections", "tally", "with_summary"]
+
+VERDICTS = ("agree", "partly", "disagree", "not run")
+SUMMARY = "Summary: "
 
 
 def split_sections(text: str) -> list[tuple[str, list[str]]]:
@@ -63,3 +66,60 @@ def _ended(lines: list[str]) -> list[str]:
     while lines and not lines[-1].strip():
         lines = lines[:-1]
     return [*lines, ""]
+
+
+def _verdict(cell: str) -> str | None:
+    """The verdict a table cell starts with (``**agree**``, ``partly (...)``), or None."""
+    text = cell.replace("*", "").strip().lower()
+    return next((v for v in sorted(VERDICTS, key=len, reverse=True) if text.startswith(v)), None)
+
+
+def tally(text: str) -> dict[str, dict[str, int]]:
+    """Per paper section (the ``## `` heading up to `` (``), how many claims of each verdict
+    its tables hold: every Markdown table with a ``verdict`` column counts, hand-written or
+    rendered; a cell counts by the verdict it starts with ("disagree on loads, ..." is a
+    disagree). Sections without such a table are left out.
+
+    >>> tally("## P (x)\\n| claim | verdict |\\n|---|---|\\n| a | **agree** |\\n| b | partly |\\n")
+    {'P': {'agree': 1, 'partly': 1, 'disagree': 0, 'not run': 0}}
+    """
+    out: dict[str, dict[str, int]] = {}
+    for heading, lines in split_sections(text):
+        column: int | None = None
+        for line in lines:
+            if not line.startswith("|"):
+                column = None
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if column is None:
+                column = cells.index("verdict") if "verdict" in cells else -1
+                continue
+            verdict = _verdict(cells[column]) if 0 <= column < len(cells) else None
+            if verdict:
+                paper = heading.removeprefix("## ").split(" (")[0]
+                counts = out.setdefault(paper, dict.fromkeys(VERDICTS, 0))
+                counts[verdict] += 1
+    return out
+
+
+def with_summary(text: str) -> str:
+    """``text`` with its ``Summary:`` line counting the verdicts of every paper (:func:`tally`),
+    the total first, then paper by paper."""
+    papers = tally(text)
+    total = {v: sum(c[v] for c in papers.values()) for v in VERDICTS}
+    per = "; ".join(
+        f"{p} {c['agree']}/{c['partly']}/{c['disagree']}" + (f"/{c['not run']}" if c["not run"]
+                                                              else "")
+        for p, c in papers.items()
+    )  # fmt: skip
+    line = (
+        f"{SUMMARY}{total['agree']} agree, {total['partly']} partly, {total['disagree']} "
+        f"disagree, {total['not run']} not run, over all {len(papers)} papers (agree/partly/"
+        f"disagree per paper: {per})."
+    )
+    lines = text.split("\n")
+    for i, old in enumerate(lines):
+        if old.startswith(SUMMARY):
+            lines[i] = line
+            break
+    return "\n".join(lines)

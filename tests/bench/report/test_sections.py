@@ -60,3 +60,27 @@ def test_nothing_foreign_or_no_old_file_gives_the_rendered_text_unchanged():
     assert keep_foreign("", NEW) == NEW
     assert keep_foreign(NEW, NEW) == NEW
     assert keep_foreign(OLD.replace("hand", "x"), OLD) == OLD
+
+
+def test_summary_counts_every_paper_kept_sections_included():
+    """Issue 25 item 2: the header's counts cover all five papers, hand sections too."""
+    from app.bench.report.sections import tally, with_summary
+
+    text = (
+        "# RESULTS\n\nSummary: 1 agree, 0 partly, 0 disagree, 0 not run.\n\n"
+        "## PWSM (rendered)\n| # | claim | verdict | why |\n|---|---|---|---|\n"
+        "| 1 | a | **agree** | |\n| 2 | b | partly | x |\n\n"
+        "## OptStream (hand)\n| claim | verdict | why (measured) |\n|---|---|---|\n"
+        "| H1 | disagree | 2 of 6 points |\n| H2 | disagree on loads, agree on counts | y |\n\n"
+        "| data | eps | Laplace |\n|---|---|---|\n| agree | 1 | 2 |\n\n"  # no verdict column
+        "## Runs\n| run | seeds |\n|---|---|\n"
+    )
+    assert tally(text) == {
+        "PWSM": {"agree": 1, "partly": 1, "disagree": 0, "not run": 0},
+        "OptStream": {"agree": 0, "partly": 0, "disagree": 2, "not run": 0},
+    }
+    summary = [line for line in with_summary(text).splitlines() if line.startswith("Summary")]
+    assert summary == [
+        "Summary: 1 agree, 1 partly, 2 disagree, 0 not run, over all 2 papers "
+        "(agree/partly/disagree per paper: PWSM 1/1/0; OptStream 0/0/2)."
+    ]
