@@ -35,11 +35,13 @@ PRESETS: dict[str, tuple[str, list[float]]] = {
 QUICK: dict[str, list[float]] = {"eps": [0.2, 0.6, 1.0], "w": [40.0, 120.0, 200.0],
                                  "n": [4.0, 6.0, 9.0]}  # fmt: skip
 QUICK_SLOTS = 192
-LOADERS: dict[str, Callable[[], Trajectories]] = {
-    "msnbc": lambda: load(slots=768),
-    "tdrive": lambda: tdrive(),
-    "diginetica": lambda: diginetica(),
+LOADERS: dict[str, Callable[[int], Trajectories]] = {
+    "msnbc": lambda cap: load(slots=768, cap=cap),
+    "tdrive": lambda cap: tdrive(cap=cap),
+    "diginetica": lambda cap: diginetica(cap=cap),
 }
+"""Dataset loaders, each clipping every user to its first ``cap`` (the paper's ``l``) distinct
+values a slot."""
 
 
 def truncated(data: Trajectories, slots: int) -> Trajectories:
@@ -128,7 +130,7 @@ def run_cli(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     for name in args.data.split(","):
         started = time.perf_counter()
-        data = LOADERS[name]()
+        data = LOADERS[name](args.cap)
         if args.quick or args.slots:
             data = truncated(data, args.slots or QUICK_SLOTS)
         g = data.graph

@@ -63,7 +63,7 @@ def test_wn_figure_runs_only_that_sweep(monkeypatch, tmp_path: Path):
     calls = []
     graph = SimpleNamespace(nodes=3, edge_count=2)
     toy = SimpleNamespace(graph=graph, clipped_share=0.0, counts=[0] * 4)
-    monkeypatch.setattr(figs, "LOADERS", {"toy": lambda: toy})
+    monkeypatch.setattr(figs, "LOADERS", {"toy": lambda cap: toy})
     monkeypatch.setattr(figs, "plots", lambda rows, out, name: [])
 
     def fake_run(name, data, quick, seeds, cap, figures):
