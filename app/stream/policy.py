@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from app import metrics
 from app.stream.errors import BadEvent
-from app.stream.records import encode_dead_letter
+from app.stream.records import MAX_DEAD_LETTER_KEY_BYTES, encode_dead_letter
 
 
 class Policy(Protocol):
@@ -58,8 +58,9 @@ def dead_letter_policy(
     throttle = Throttle()
 
     def policy(exc: BadEvent, record: Any, logger: logging.Logger) -> None:
+        key = record.key
         send(
-            record.key,
+            key[:MAX_DEAD_LETTER_KEY_BYTES] if key is not None else None,
             encode_dead_letter(
                 exc.reason, exc.detail, record.topic, record.partition, record.offset, record.value
             ),

@@ -43,6 +43,7 @@ REASONS = (
     "key_mismatch",
     "wrong_partition",
     "bad_amount",
+    "too_large",
 )
 """Every dead-letter reason; the ``reason`` label of ``dpstream_dead_letters``."""
 
@@ -80,6 +81,8 @@ def decode_event(
     """
     if raw is None:
         raise BadEvent("undecodable", "null value")
+    if len(raw) > MAX_EVENT_BYTES:
+        raise BadEvent("too_large", f"{len(raw)} bytes, more than {MAX_EVENT_BYTES}")
     try:
         ev = msgpack.unpackb(raw, raw=False, strict_map_key=False)
     except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
@@ -185,6 +188,16 @@ def decode_internal(raw: bytes) -> dict[str, Any]:
 
 MAX_DEAD_LETTER_BYTES = 64 << 10
 """Rejected values larger than this are kept truncated, with their size and sha256."""
+MAX_EVENT_BYTES = 64 << 10
+"""An ``events`` value larger than this is ``too_large``, refused before it is decoded (an
+event is about 100 bytes; junk must cost neither a decode nor memory)."""
+MAX_REPORT_BYTES = 1 << 20
+"""A ``reports`` value larger than this is ``too_large`` (OUE over 2^16 buckets is ~200 KB)."""
+TOO_LARGE_KEEP_BYTES = 1 << 10
+"""What a ``too_large`` dead letter keeps of the value (with its size and sha256): every
+rejected record queued for the dead-letter topic is thus bounded by a few KB."""
+MAX_DEAD_LETTER_KEY_BYTES = 1 << 10
+"""A rejected record's key is kept up to this many bytes."""
 
 
 def encode_dead_letter(
@@ -201,9 +214,10 @@ def encode_dead_letter(
         "offset": offset,
         "value": value,
     }
-    if value is not None and len(value) > MAX_DEAD_LETTER_BYTES:
+    keep = TOO_LARGE_KEEP_BYTES if reason == "too_large" else MAX_DEAD_LETTER_BYTES
+    if value is not None and len(value) > keep:
         out.update(
-            value=value[:MAX_DEAD_LETTER_BYTES],
+            value=value[:keep],
             truncated=True,
             size=len(value),
             sha256=hashlib.sha256(value).hexdigest(),
@@ -343,6 +357,8 @@ def decode_report(raw: bytes | None) -> tuple[str, int, int, int, int, list[int]
     """
     if raw is None:
         raise BadEvent("undecodable", "null value")
+    if len(raw) > MAX_REPORT_BYTES:
+        raise BadEvent("too_large", f"{len(raw)} bytes, more than {MAX_REPORT_BYTES}")
     try:
         rep = msgpack.unpackb(raw, raw=False, strict_map_key=False)
     except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
