@@ -15,6 +15,8 @@ from pathlib import Path
 
 from app.bench.presets import summarize, sweep_means
 from app.bench.report.claims.common import MAGNITUDE_TOLERANCE, Claim, Means, Verdict, best
+from app.bench.report.papers import ldp_ids as ldp_ids_paper
+from app.bench.report.papers import pwsm as pwsm_paper
 from app.bench.report.runs import Done
 
 __all__ = [
@@ -292,6 +294,15 @@ def _figures(done: Done, figures: Path, link_root: Path) -> list[str]:
     return lines
 
 
+def not_reproduced(items: Sequence[str]) -> list[str]:
+    """The closing list of a paper's section: what of its evaluation is not reproduced.
+
+    >>> not_reproduced(["Fig. 7"])
+    ['Not reproduced:', '', '- Fig. 7', '']
+    """
+    return ["Not reproduced:", "", *(f"- {item}" for item in items), ""]
+
+
 def render(
     done: Done,
     items: Sequence[Claim],
@@ -315,6 +326,7 @@ def render(
         "",
         *_best_lines(done, "central", "amre"),
         *_ratio_section(done),
+        *not_reproduced(pwsm_paper.NOT_REPRODUCED),
         "## LDP-IDS (Ren et al., SIGMOD 2022; spec seed-004 §7.8)",
         "",
         LDP_INTRO,
@@ -322,6 +334,7 @@ def render(
         *claims_table([c for c in items if c.paper == "LDP-IDS"]),
         "",
         *_best_lines(done, "local", "mre"),
+        *not_reproduced(ldp_ids_paper.NOT_REPRODUCED),
         "## Runs",
         "",
         *_sizes(done),
