@@ -29,7 +29,7 @@ private) appears only in the extra columns whose label says "not private"
 (:data:`NOT_PRIVATE`), and ES in thirds (a third left unspent, as the paper) in the
 "(thirds)" column; the plots draw those dashed.
 
-``python -m app.bench.optstream [--trials N] [--data NAME ...] [--strict] [--out DIR]`` prints
+``dpstream bench optstream [--figure F] [--trials N] [--data NAME ...] [--out DIR]`` prints
 Markdown tables for H1-H3 (and H6 with ``--alpha``) and writes ``optstream.csv`` with one row
 per run (dataset, month, region, mechanism, eps, delta, seed, error) and the figure's PNG
 (``fig3_eps.png``, ``fig4_hierarchy.png``, ``fig8_ablations.png`` or ``fig10_alpha.png``,

@@ -11,7 +11,8 @@ The paper forecasts every day of Feb/Jun/Oct 2016 for Auvergne-Rhône-Alpes; her
 (January and February 2013, see :mod:`app.bench.optstream`) is released as one 59-day stream
 and every day of February is a target (its 4 weeks before reach back into January).
 
-``python -m app.bench.optstream_forecast [--trials N] [--eps E] [--region R] [--out DIR]``
+``dpstream bench optstream --figure 6 [--trials N] [--out DIR]`` (or ``python -m
+app.bench.optstream_forecast [--trials N] [--eps E] [--region R] [--out DIR]``)
 prints the Markdown table (mean, and the standard error over trials of the per-trial means over
 days); ``--out`` also writes ``forecast.csv`` (one row per series, trial and day) and
 ``fig6_forecast.png`` (the first target day's forecasts, from trial 0, and every day's error,

@@ -16,7 +16,7 @@ gets a row ``<name>-proj``: the same run's releases projected (post-processing, 
 
 :data:`SWEEPS` are the two figures' grids (Table IV: eps sweep at w = 120, w sweep at eps = 1.5)
 and :data:`DATASETS` the streams with their default options. Run both figures as
-``python -m app.bench.pldp --out docs/results`` (see ``--help`` for the scale); the CSV is
+``dpstream bench pldp --out docs/results`` (see ``--help`` for the scale); the CSV is
 written before the report, which ``--from-csv`` renders again.
 
 >>> rows = point("sin", ["lpa", "plpa"], eps=1.5, w=8, seed=0, step=4,

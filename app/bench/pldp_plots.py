@@ -37,7 +37,7 @@ def plot_all(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
             paths.append(plot_sweep(
                 mine, out / f"pldp-{ds}-{sweep}-{panel}.png", x=sweep, measure="amse",
                 title=f"PLDP-IDS {panel} on {ds}: AMSE vs {sweep} ({FIXED[sweep]})",
-                footer=f"python -m app.bench.pldp; N = {n}, T = {t}, seeds {seeds}",
+                footer=f"dpstream bench pldp; N = {n}, T = {t}, seeds {seeds}",
                 mechanisms=mechs,
             ))  # fmt: skip
     return paths

@@ -1,7 +1,7 @@
 """The (w,n) paper's Figs. 8-10 as presets on the stand-in data: eps, w and n sweeps of BD,
 STBD, STR and RescueDP (MAE and MRE of Eq. 19, the MRE floor 0.1% of a slot's true total).
 
-``python -m app.bench.trajectory_figs [--quick] [--data msnbc,tdrive,diginetica] [--out DIR]``
+``dpstream bench wn [--quick] [--figure F] [--data msnbc,tdrive,diginetica] [--out DIR]``
 writes ``trajectory.csv`` (one row per dataset, sweep point and mechanism, with the seeds and
 parameters), one PNG per dataset, figure and measure, and prints the orderings at the papers'
 defaults (eps = 1, w = 120, n = 6). ``--quick`` is the shared-machine profile: the first 192

@@ -18,7 +18,7 @@ The users' slots follow the stand-in loaders (``app.bench.trajectory``,
 * **Diginetica**: a session (one day, so one slot whatever ``w``), its products on the
   calibration period's top-2 co-visit graph.
 
-``python -m app.bench.trajectory_range [--data tdrive,msnbc,diginetica]`` prints one table per
+``dpstream bench wn --figure table1 [--data tdrive,msnbc,diginetica]`` prints one table per
 dataset.
 """
 
