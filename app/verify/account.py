@@ -23,13 +23,14 @@ Steps (:func:`account_central`):
    the first amount per value, clipped to ``alpha``), in the group its history gives for the slot,
    or nowhere inside a change gap (reason ``level_change``).
 4. **Partials**: the *first* ``partials`` record per ``(slot, partition)`` is what the release
-   agent merged (later ones are replays it ignores). A cell ``(group, value)`` above the
-   expected count is a violation: ``no_gap`` when a user inside its change gap could explain it,
-   ``wrong_group`` when a user of another group could, ``overcount`` when nobody could. Below
-   the expected count, values did not reach a release, by reason: ``unclosed`` (no partial yet),
-   ``unreleased`` (the slot has no release yet), ``after_release`` (the partial came after the
-   slot's release: a slot closed on the timeout), ``late`` (the event was appended after the
-   partial was sent), ``dropped`` (anything else).
+   agent merged (later ones are replays it ignores; a partial it refuses, for a partition the
+   ``events`` topic does not have or a slot far past its own time, is skipped and counted). A
+   cell ``(group, value)`` above the expected count is a violation: ``no_gap`` when a user
+   inside its change gap could explain it, ``wrong_group`` when a user of another group could,
+   ``overcount`` when nobody could. Below the expected count, values did not reach a release, by
+   reason: ``unclosed`` (no partial yet), ``unreleased`` (the slot has no release yet),
+   ``after_release`` (the partial came after the slot's release: a slot closed on the timeout),
+   ``late`` (the event was appended after the partial was sent), ``dropped`` (anything else).
 5. **Users**: the slots and groups each user was counted in (where the worker put a value
    against the rules and only the users named could explain it, that slot and group too):
    ``two_groups`` when two groups of a user are closer than ``max(w_a, w_b)`` slots, and the
@@ -39,7 +40,7 @@ Steps (:func:`account_central`):
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,9 @@ two slots and the grace) after the preference record: the worker reads preferenc
 several times per slot."""
 SUM_TOLERANCE = 1e-6
 """Relative tolerance when comparing a sum stream's float partials with the expected sums."""
+SKEW_S = 60.0
+"""How far past its own Kafka time a partial's slot may be due (at least two slots): the
+release agent refuses anything further (docs/service.md, "No input moves a clock")."""
 OFFSET_PREFIX = b"\x00"
 """``levels`` keys starting with this byte are offset markers, not users."""
 
@@ -262,11 +266,18 @@ def _first_values(user: IntArray, slot: IntArray, value: IntArray, l_max: int) -
 
 # -- partials -----------------------------------------------------------------------------------
 def first_partials(
-    stream: StreamConfig, msgs: list[Msg]
+    stream: StreamConfig, msgs: list[Msg], partitions: int, refused: Counter[str] | None = None
 ) -> tuple[dict[tuple[int, int], tuple[FloatArray, float]], dict[int, float]]:
     """The first partial per ``(slot, partition)`` (counts ``groups x d``, Kafka time in s), and
-    per partition the Kafka time of its last partial."""
+    per partition the Kafka time of its last partial.
+
+    Partials the release agent refuses are skipped (and counted in ``refused``): one naming
+    another partition count than the ``events`` topic has, or a partition outside it, or a
+    slot due past its Kafka time plus the allowed skew (``max(60 s, 2 slots)``).
+    """
     m, d = len(stream.levels), stream.d
+    skew = max(SKEW_S, 2 * stream.slot_s)
+    refused = Counter() if refused is None else refused
     first: dict[tuple[int, int], tuple[FloatArray, float]] = {}
     last: dict[int, float] = {}
     for msg in msgs:
@@ -280,6 +291,12 @@ def first_partials(
             continue  # the release agent refuses a partial of the wrong shape
         key = (int(rec["slot"]), int(rec["partition"]))
         at = msg.timestamp_ms / 1000
+        if rec.get("partitions") != partitions or not 0 <= key[1] < partitions:
+            refused["refused_partition"] += 1
+            continue
+        if (key[0] + 1) * stream.slot_s + stream.grace_s > at + skew:
+            refused["refused_future"] += 1
+            continue
         last[key[1]] = max(last.get(key[1], -np.inf), at)
         first.setdefault(key, (counts.reshape(m, d), at))
     return first, last
@@ -295,7 +312,9 @@ def account_central(stream: StreamConfig, snap: Snapshot) -> Verdict:
     released = check_releases(stream.id, snap.releases, verdict, first_slot)
     spend = audit_spend(stream.id, snap.audit, names)
     hist = histories(snap.levels)
-    partials, partial_ts = first_partials(stream, snap.partials)
+    partials, partial_ts = first_partials(
+        stream, snap.partials, snap.input_partitions, verdict.refused
+    )
     lag = LEVEL_LAG_S + 2 * stream.slot_s + stream.grace_s
     check_preferences(snap.preferences, hist, partial_ts, snap.input_partitions, lag, verdict)
     vals = values(stream, snap, hist)

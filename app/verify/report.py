@@ -33,6 +33,7 @@ def to_dict(verdict: Verdict, show_users: bool = False) -> dict[str, Any]:
             "released": round(verdict.released, 6),
             "not_released": dict(sorted(verdict.not_released.items())),
         },
+        "refused_internal": dict(sorted(verdict.refused.items())),
         "violations": dict(sorted(verdict.counts.items())),
         "findings": [
             {
@@ -68,6 +69,8 @@ def to_text(verdict: Verdict, show_users: bool = False) -> str:
     lines.append(f"  {what} accounted: {verdict.released:g}")
     for reason, n in sorted(verdict.not_released.items()):
         lines.append(f"  {what} not released ({reason}): {n}")
+    for reason, n in sorted(verdict.refused.items()):
+        lines.append(f"  internal partials refused by the release agent ({reason}): {n}")
     if verdict.ok:
         lines.append("  no violation")
     for kind, n in sorted(verdict.counts.items()):

@@ -60,6 +60,9 @@ class Verdict:
     slots: tuple[int, int, int] | None = None
     """First and last released slot, and how many distinct slots were released."""
     since: float | None = None
+    refused: Counter[str] = field(default_factory=Counter)
+    """Internal messages the release agent refuses (skipped), by reason: not violations, but
+    something other than the collect stage wrote them."""
     counts: Counter[str] = field(default_factory=Counter)
     """Violations per kind (exact, also beyond :data:`MAX_KEPT`)."""
     violations: list[Violation] = field(default_factory=list)

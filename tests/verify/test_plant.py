@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.stream.partitioning import partition_for
+from app.stream.records import encode_partial
 from app.verify import judge
 from app.verify.report import to_dict, to_text
 from tests.verify.build import CENTRAL, LOCAL, PARTITIONS, Topics, reference_partials, stream_of
@@ -90,6 +91,19 @@ def test_a_clean_run_has_no_violation(tmp_path: Path):
     assert strict.users == len(USERS) + 1 and loose.users == 1  # u9: late, still priced
     assert strict.worst == pytest.approx(1.0) and loose.worst == pytest.approx(1.0)
     assert "no violation" in to_text(verdict)
+
+
+def test_partials_the_release_agent_refuses_are_skipped_and_counted(tmp_path: Path):
+    """A forged partial for a partition the topic lacks, or for a slot far ahead of its own
+    time, never reached a release (app/stream/release/guard.py): not a violation, but said."""
+    t, _ = central(tmp_path)
+    forged = encode_partial(t.stream.id, 104, 99, PARTITIONS, [9] * 6)
+    t.snap.partials.insert(0, t._msg("partials", 0, 1_000, b"s", forged))
+    t.partial(104, 0, [9] * 6, sent=104 * t.stream.slot_s - 3600.0)  # an hour early
+    verdict = judge(t.stream, t.snap)
+    assert verdict.ok, to_text(verdict, show_users=True)
+    assert verdict.refused == {"refused_partition": 1, "refused_future": 1}
+    assert "refused by the release agent" in to_text(verdict)
 
 
 def test_a_value_counted_in_the_wrong_group(tmp_path: Path):
