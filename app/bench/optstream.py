@@ -408,8 +408,9 @@ def figure_mechanisms(
     return {**FIG3, **(EXTRAS if extras else {})}
 
 
-FIGURES = ("3", "4", "6", "8", "10", "thm11")
-"""``--figure`` choices: the paper's Figs. 3, 4, 6 (forecast), 8, 10 and Thm 11 (H9)."""
+FIGURES = ("3", "4", "6", "8", "10", "thm11", "visuals")
+"""``--figure`` choices: the paper's Figs. 3, 4, 6 (forecast), 8, 10, Thm 11 (H9) and the
+visual Figs. 2, 7, 9, 11 (:mod:`app.bench.optstream_visuals`)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -418,7 +419,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--figure",
         choices=FIGURES,
         help="a paper figure's preset: 3 (eps sweep, default), 4 (hierarchy), 6 (ARMA "
-        "forecast), 8 (ablations), 10 (alpha sums 10, 50, 100), thm11 (ES error against k)",
+        "forecast), 8 (ablations), 10 (alpha sums 10, 50, 100), thm11 (ES error against k), "
+        "visuals (the stream plots of Figs. 2, 7, 9, 11)",
     )
     parser.add_argument("--quick", action="store_true", help="2 trials unless --trials is given")
     parser.add_argument("--trials", type=int, default=None, help="seeds 0..n-1 (default 3)")
@@ -457,6 +459,12 @@ def run_cli(args: argparse.Namespace) -> int:
 
         more = ["--out", str(args.out)] if args.out else []
         return optstream_forecast.main(["--trials", str(trials), *more])
+    if args.figure == "visuals":
+        from app.bench.optstream_visuals import write_all
+
+        for path in write_all(args.out or Path("out/optstream-visuals")):
+            print(f"wrote {path}")
+        return 0
     args.trials = trials
     args.hierarchy = args.hierarchy or args.figure == "4"
     args.ablations = args.ablations or args.figure == "8"

@@ -85,3 +85,18 @@ def test_forecast_scores_every_series_trial_and_day_and_plots(tmp_path: Path, mo
         ["day 3", "day 4"], tmp_path / "f.png", title="t", footer="f",
     )  # fmt: skip
     assert png.stat().st_size > 10_000
+
+
+def test_visual_panels_hold_the_truth_and_every_release(tmp_path: Path):
+    """Issue 25 item 3: the stream figures (2, 7, 9, 11) draw the true series and each
+    mechanism's release per row value."""
+    from app.bench import optstream_visuals as vis
+
+    _, x = bench.synthetic_load(2, seed=3)
+    columns = {k: bench.FIG3[k] for k in ("Laplace", "OptStream_LS")}
+    rows = vis.panels(x[:, 0], "alpha", [10.0, 100.0], columns)
+    assert list(rows) == [10.0, 100.0]
+    assert list(rows[10.0]) == ["true", "Laplace", "OptStream_LS"]
+    assert all(v.shape == (2 * 48,) for v in rows[100.0].values())
+    png = vis.plot(rows, tmp_path / "f.png", axis="alpha", title="t", days=2)
+    assert png.stat().st_size > 10_000
