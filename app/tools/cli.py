@@ -187,8 +187,8 @@ def register(subparsers: Any) -> None:
     rsub = p.add_subparsers(dest="releases_verb", metavar="ACTION", required=True)
     t = rsub.add_parser(
         "tail",
-        help="print a stream's releases as they come: one line (UTC times) or JSON object per "
-        "slot; schema checked, byte-identical duplicates dropped",
+        help="print a stream's releases as they come: one compact line (UTC times; --wide: "
+        "everything) or JSON object per slot; schema checked, byte-identical duplicates dropped",
     )
     t.add_argument("-s", "--stream", required=True, help="stream id")
     t.add_argument(
@@ -197,6 +197,12 @@ def register(subparsers: Any) -> None:
         help="start at the oldest retained release (default: the next one published)",
     )
     t.add_argument("--json", action="store_true", help="one JSON object per slot")
+    t.add_argument(
+        "--wide",
+        action="store_true",
+        help="the whole slot per line: labels, start and end, mechanism, budget spent "
+        "(default: a compact line of at most 100 characters)",
+    )
     t.add_argument(
         "--idle-exit",
         type=float,

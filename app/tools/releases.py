@@ -1,14 +1,21 @@
 """``dpstream releases tail``: print a stream's released histograms, one line (or JSON) a slot.
 
 It reads the ``releases`` topic with :class:`app.client.releases.ReleaseReader` (schema check,
-byte-identical duplicates dropped by ``(stream, slot)``). A readable line names the slot's
-start and end in UTC, fresh or repeat, the histogram by label (when the stream is in the
-configuration; else by index) and the budget spent per level in that slot; ``--json`` prints
-one JSON object per slot instead (:meth:`~app.client.releases.SlotRelease.to_json`, plus
-``labels`` when known), for ``jq`` or a pipeline. Everything printed is public.
+byte-identical duplicates dropped by ``(stream, slot)``). The default line is compact (at most
+:data:`COMPACT_WIDTH` characters): stream, slot number (the topic's, as everywhere), the slot's
+start in UTC, fresh or repeat, and the values in label order, named once by a legend on stderr.
+``--wide`` prints the whole slot: start and end in UTC, the histogram by label (when the stream
+is in the configuration; else by index), the mechanism and the budget spent per level;
+``--json`` prints one JSON object per slot (:meth:`~app.client.releases.SlotRelease.to_json`,
+plus ``labels`` when known), for ``jq`` or a pipeline. Everything printed is public.
+
+Before it waits, it looks at the last records of the topic: a stream that is neither there nor
+in the configuration is refused at once (exit 2), naming the streams seen, as ``kcat`` would
+show them; a configured stream without releases yet gets a note, and the wait.
 
 Exit codes: 0 after ``--idle-exit`` seconds without a new release or Ctrl-C; 2 for a
-configuration error or an unreachable broker; 1 when a record of a newer schema arrives.
+configuration error, an unreachable broker or a stream seen nowhere; 1 when a record of a newer
+schema arrives.
 """
 
 from __future__ import annotations
@@ -29,8 +36,12 @@ EXIT_CONFIG = 2
 EXIT_SCHEMA = 1
 
 
+COMPACT_WIDTH = 100
+"""A compact line stops before this many characters (``--wide`` prints everything)."""
+
+
 def format_line(release: SlotRelease, labels: tuple[str, ...] | None = None) -> str:
-    """One readable line for a released slot.
+    """One readable line for a released slot, with everything (``--wide``).
 
     >>> r = SlotRelease("web", 29, 1740.0, 1800.0, (3.25, -1.0), False, "pba",
     ...                 {"strict": 0.0}, 1, 1)
@@ -49,6 +60,79 @@ def format_line(release: SlotRelease, labels: tuple[str, ...] | None = None) -> 
     )
 
 
+def compact_line(release: SlotRelease, frequencies: bool = False) -> str:
+    """The default line: stream, slot, start (UTC time of day), fresh or repeat, the values in
+    label order (:func:`legend` names them), cut to :data:`COMPACT_WIDTH` characters.
+
+    >>> r = SlotRelease("web", 29, 1740.0, 1800.0, (3.25, -1.0), False, "pba", {}, 1, 1)
+    >>> print(compact_line(r))
+    web 29 00:29:00Z repeat |    3   -1
+    >>> wide = SlotRelease("web", 29, 1740.0, 1800.0, tuple(range(40)), True, "pba", {}, 1, 1)
+    >>> line = compact_line(wide); len(line) <= COMPACT_WIDTH, line[-13:]
+    (True, '(+28, --wide)')
+    """
+    kind = "fresh " if release.fresh else "repeat"
+    if release.delayed:
+        kind = "fresh*" if release.fresh else "repeat*"
+    head = f"{release.stream} {release.slot} {release.start_utc[11:]} {kind} |"
+    cells = [f"{x:6.3f}" if frequencies else f"{x:4.0f}" for x in release.histogram]
+    line = head
+    for i, cell in enumerate(cells):
+        rest = f" (+{len(cells) - i}, --wide)"
+        fits = len(line) + 1 + len(cell) + (len(rest) if i < len(cells) - 1 else 0)
+        if fits > COMPACT_WIDTH:
+            return line + rest
+        line += " " + cell
+    return line
+
+
+def legend(stream: str, labels: tuple[str, ...] | None, slot_s: float | None) -> str:
+    """What the compact lines' columns are, printed once (on stderr) before them."""
+    names = " ".join(labels) if labels else "by index"
+    slot = f"{slot_s:g} s " if slot_s else ""
+    return (
+        f"{stream}: slot number, {slot}slot start (UTC), fresh or repeat (* = delayed), then the "
+        f"released values: {names}. --wide: labels, end, mechanism, budget spent."
+    )
+
+
+def streams_seen(
+    config: dict[str, Any], topic: str, timeout_s: float, last: int = 1000
+) -> list[str]:
+    """The stream ids (record keys) among the last ``last`` records of each partition of
+    ``topic``, read for at most ``timeout_s`` seconds."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer({**config, "group.id": f"dpstream-tail-scan-{time.time_ns()}",
+                         "enable.auto.commit": False, "enable.partition.eof": True})  # fmt: skip
+    seen: set[str] = set()
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return []
+        assigned = []
+        for p in meta.partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout_s)
+            if high > low:
+                assigned.append(TopicPartition(topic, p, max(low, high - last)))
+        if not assigned:
+            return []
+        consumer.assign(assigned)
+        pending, deadline = len(assigned), time.monotonic() + timeout_s
+        while pending and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            error = msg.error()
+            if error is not None:
+                pending -= error.code() == KafkaError._PARTITION_EOF
+                continue
+            seen.add((msg.key() or b"").decode("utf-8", "replace"))
+    finally:
+        consumer.close()
+    return sorted(seen)
+
+
 def tail(args: argparse.Namespace) -> int:
     """The ``releases tail`` verb."""
     try:
@@ -56,7 +140,9 @@ def tail(args: argparse.Namespace) -> int:
         known = {s.id: s for s in settings.streams}
         stream = known.get(args.stream)
         topic = load_topics(settings.topic_prefix).releases
-        probe(settings, args.broker_timeout or probe_timeout_s())
+        timeout_s = args.broker_timeout or probe_timeout_s()
+        probe(settings, timeout_s)
+        seen = streams_seen(confluent_config(settings), topic, timeout_s)
         reader = ReleaseReader(
             confluent_config(settings), topic, stream=args.stream,
             from_beginning=args.from_beginning,
@@ -64,13 +150,31 @@ def tail(args: argparse.Namespace) -> int:
     except ServiceError as exc:
         print(f"dpstream releases tail: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    others = ", ".join(seen) or "none"
+    if stream is None and args.stream not in seen:
+        print(
+            f"dpstream releases tail: no releases of stream {args.stream!r} on topic {topic} "
+            f"(streams seen there: {others}) and it is not in {settings.config_path} "
+            f"(streams: {', '.join(known) or 'none'}); check the id, or pass --config FILE",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
     if stream is None:
         print(
             f"dpstream releases tail: stream {args.stream!r} is not in {settings.config_path}; "
             "histograms are shown by index (pass --config FILE for its labels)",
             file=sys.stderr,
         )
+    elif args.stream not in seen:
+        print(
+            f"dpstream releases tail: no releases of stream {args.stream!r} on topic {topic} "
+            f"yet (streams seen there: {others}); waiting for its first (Ctrl-C stops)",
+            file=sys.stderr,
+        )
     labels = tuple(stream.labels) if stream is not None else None
+    frequencies = stream is not None and stream.local
+    if not args.json and not args.wide:
+        print(legend(args.stream, labels, stream.slot_s if stream else None), file=sys.stderr)
     last = time.monotonic()
     try:
         with reader:
@@ -79,7 +183,7 @@ def tail(args: argparse.Namespace) -> int:
                 if release is None:
                     continue
                 last = time.monotonic()
-                print(_render(release, labels, args.json), flush=True)
+                print(_render(release, labels, args, frequencies), flush=True)
     except NewerSchemaError as exc:
         print(f"dpstream releases tail: {exc}", file=sys.stderr)
         return EXIT_SCHEMA
@@ -95,9 +199,14 @@ def tail(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(release: SlotRelease, labels: tuple[str, ...] | None, as_json: bool) -> str:
-    if not as_json:
-        return format_line(release, labels)
+def _render(
+    release: SlotRelease, labels: tuple[str, ...] | None, args: argparse.Namespace,
+    frequencies: bool,
+) -> str:  # fmt: skip
+    if not args.json:
+        if getattr(args, "wide", False):
+            return format_line(release, labels)
+        return compact_line(release, frequencies)
     out: dict[str, Any] = release.to_json()
     if labels is not None:
         out["labels"] = list(labels)

@@ -81,7 +81,7 @@ def test_tail_dedups_labels_and_checks_the_schema(broker, kafka, tmp_path):
     assert rows[0]["start_utc"] == "1970-01-01 00:01:00Z"
     assert "dropped 1 byte-identical duplicates" in out.stderr
 
-    out = _tail(broker.bootstrap, prefix, config, "--from-beginning")
+    out = _tail(broker.bootstrap, prefix, config, "--from-beginning", "--wide")
     lines = out.stdout.splitlines()
     assert out.returncode == 0 and len(lines) == 3, out.stderr
     assert lines[0] == (
