@@ -26,8 +26,8 @@ def _check(args: argparse.Namespace) -> int:
     import numpy as np
 
     from app.dp.checks import factory_for
+    from app.dp.checks.suite import yield_checks
     from app.dp.registry import get, names
-    from app.dp.suite import yield_checks
 
     unknown = [n for n in args.mechanisms if n not in names()]
     if unknown:

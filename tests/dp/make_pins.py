@@ -32,9 +32,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from app.dp.checks import Trace, factory_for  # noqa: E402
+from app.dp.checks.suite import adapter  # noqa: E402
 from app.dp.graph import Graph  # noqa: E402
 from app.dp.registry import get, names  # noqa: E402
-from app.dp.suite import adapter  # noqa: E402
 from app.dp.types import Group  # noqa: E402
 
 PINS = Path(__file__).resolve().parent / "data" / "pins.json"

@@ -11,7 +11,7 @@ import pytest
 
 from app.dp import registry
 from app.dp.checks import CHECKS, factory_for
-from app.dp.suite import adapter, yield_checks
+from app.dp.checks.suite import adapter, yield_checks
 
 KINDS = sorted({registry.get(name).kind for name in registry.names()})
 CASES = [

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from app.dp.budget import within
-from app.dp.checks import population, random_stream, window_violations
+from app.dp.central.checks import population, random_stream, window_violations
 from app.dp.registry import create, names
 from app.dp.types import Group
 

@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from app.dp.budget import within
-from app.dp.checks import Central, Trace
+from app.dp.central.checks import Central
+from app.dp.checks import Trace
 from app.dp.graph import Graph
 from app.dp.types import Group, Release
 from app.dp.wn.base import GraphRelease

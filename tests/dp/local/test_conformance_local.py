@@ -1,6 +1,6 @@
 """The local family is registered; ``tests/dp/test_conformance.py`` runs its checks.
 
-``app.dp.suite.yield_checks("local")`` binds every check to the local adapter
+``app.dp.checks.suite.yield_checks("local")`` binds every check to the local adapter
 (:data:`app.dp.local.checks.LOCAL`), so every name below gets one conformance case per check.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 
 from app.dp import registry
-from app.dp.suite import yield_checks
+from app.dp.checks.suite import yield_checks
 
 
 def test_every_local_mechanism_is_registered():

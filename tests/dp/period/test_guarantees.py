@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from app.dp.period import DFT, HierOptStream, OptStream, PeGaSus
+from app.dp.period.checks import collect, random_series, window_violations
 from app.dp.period.postprocess import feature_norm, postprocess, stacked_system
-from app.dp.period_checks import collect, random_series, window_violations
 from app.dp.types import Group
 
 settings.register_profile(

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from app.dp.budget import within
-from app.dp.checks import random_stream
+from app.dp.central.checks import random_stream
 from app.dp.errors import InsufficientBudgetError
 from app.dp.types import Group
 from app.dp.wn import STBD, STR, GraphLedger, RescueDP

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from app.dp.central import BD
-from app.dp.checks import random_stream, same_releases, window_violations
+from app.dp.central.checks import random_stream, window_violations
+from app.dp.checks import same_releases
 from app.dp.graph import Graph
 from app.dp.types import Group
 from app.dp.wn import STBD, STR, RescueDP

@@ -1,8 +1,8 @@
 """The conformance suite: every check of :mod:`app.dp.checks`, bound to each kind's adapter.
 
-It sits above the checks and the adapters of the families (central in :mod:`app.dp.checks`,
-local in :mod:`app.dp.local.checks`, (w,n) in :mod:`app.dp.wn.checks`, period in
-:mod:`app.dp.period_checks`), so that none of them imports another in a loop.
+It sits above the checks and the adapters of the families (:mod:`app.dp.central.checks`,
+:mod:`app.dp.local.checks`, (w,n) in :mod:`app.dp.wn.checks`, :mod:`app.dp.period.checks`),
+so that none of them imports another in a loop.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from app.dp.checks import CENTRAL, CHECKS, Adapter, Check, Factory
+from app.dp.central.checks import CENTRAL
+from app.dp.checks import CHECKS, Adapter, Check, Factory
 from app.dp.local.checks import LOCAL
-from app.dp.period_checks import PERIOD
+from app.dp.period.checks import PERIOD
 from app.dp.wn.checks import GRAPH
 
 ADAPTERS: dict[str, Adapter] = {
