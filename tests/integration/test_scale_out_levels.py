@@ -13,8 +13,9 @@ value a user sent must be counted in the user's own group. The internal ``partia
 holds exactly what each partition counted per group (the first partial per slot and partition
 is the one released), which the test compares with what was sent, user by user: a value
 counted in another group than its user's level is a privacy defect (a loose user counted in
-the default level without a gap mixes two ledgers in one window). Every slot is released
-once, and every value sent reaches a release except in slots closed on the timeout policy.
+the default level without a gap mixes two ledgers in one window). ``dpstream verify`` checks
+the same from the topics with its own rules; every slot is released once, and every value sent
+reaches a release except in slots closed on the timeout policy.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def test_rebalances_keep_every_users_level(kafka, worker_factory, tmp_path: Path
     assert w2.alive() and w3.alive(), w2.tail() + w3.tail()
     assert w2.stop() == 0, w2.tail()
     assert w3.stop() == 0, w3.tail()
+    # dpstream verify first: with the level fix reverted it is what fails (wrong_group)
+    assert_verified(kafka, prefix, config, "p")
 
     # The rebalances did keep partitions on a worker and move others.
     workers = {"w1": w1, "w2": w2, "w3": w3}
@@ -142,4 +145,3 @@ def test_rebalances_keep_every_users_level(kafka, worker_factory, tmp_path: Path
     print(f"releases: {result}; force-closed slots {sorted(forced)}")
     assert result.over == {} and result.unreleased == []
     assert {s for s in result.lost if s not in forced} == set(), result.lost
-    assert_verified(kafka, prefix, config, "p")
