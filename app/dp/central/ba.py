@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from app.dp.central.pba import PBA
 
 
@@ -69,6 +67,7 @@ class BA(PBA):
     name = "ba"
     version = 1
     personalized = False
+    kellaris_threshold = True
 
     def describe(self) -> str:
         return (
@@ -76,6 +75,3 @@ class BA(PBA):
             "the shares eps/(2w) of skipped slots (at most w) and nullifies as many after it; "
             "threshold 1/b"
         )
-
-    def _threshold(self, theta: Fraction, err: float) -> float:
-        return 1.0 / float(theta)  # Kellaris: the Laplace scale 1/eps_{t,2}

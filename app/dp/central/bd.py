@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from app.dp.central.pbd import PBD
 
 
@@ -68,12 +66,10 @@ class BD(PBD):
     name = "bd"
     version = 1
     personalized = False
+    kellaris_threshold = True
 
     def describe(self) -> str:
         return (
             "BD at (max w, min eps): eps/(2w) per slot on dissimilarity; each publication spends "
             "half of the unspent publication half in the window; threshold 1/b"
         )
-
-    def _threshold(self, theta: Fraction, err: float) -> float:
-        return 1.0 / float(theta)  # Kellaris: the Laplace scale 1/eps_{t,2}

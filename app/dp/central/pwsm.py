@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import ClassVar
 
 import numpy as np
 
@@ -28,6 +29,9 @@ class PWSMMechanism(CentralMechanism):
     """The shared slot logic of PBD, PBA, BD and BA; see the module docstring."""
 
     uses_obs = True
+    kellaris_threshold: ClassVar[bool] = False
+    """Publish iff ``dis > 1/b`` (Kellaris's BD and BA, ``b`` the offered Laplace budget
+    ``theta``) instead of ``dis > sqrt(err)`` (spec A19)."""
 
     def _offer(self, t: int) -> tuple[list[int], bool]:
         """Publication units offered to each budget group at slot ``t``, and nullified-or-not."""
@@ -42,8 +46,9 @@ class PWSMMechanism(CentralMechanism):
         """Bookkeeping after a publication at ``t`` (PBA/BA remember ``l`` and the shares)."""
 
     def _threshold(self, theta: Fraction, err: float) -> float:
-        """Alg. 2 l.5 / Alg. 4 l.7 / Alg. 5 l.14: publish iff ``dis > sqrt(err_min)``."""
-        return math.sqrt(err)
+        """Alg. 2 l.5 / Alg. 4 l.7 / Alg. 5 l.14: publish iff ``dis > sqrt(err_min)``; or
+        Kellaris's ``1 / b``, the offered Laplace scale (:attr:`kellaris_threshold`)."""
+        return 1.0 / float(theta) if self.kellaris_threshold else math.sqrt(err)
 
     def _publishes(self, dis: float, threshold: float) -> bool:
         """The publication decision (strict ``>``, spec §2.0)."""

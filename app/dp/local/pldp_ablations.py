@@ -3,14 +3,27 @@
 Spec ``shared/specs/seed-002-pldp-ids.md`` §3.7, A21: "-RP" keeps only re-perturbation (no
 OPS: ``W = w_max``, ``z = floor(n/(2 w_max))``, full budgets); "-OPS" keeps only OPS (plain PFO
 everywhere, including the ``dis`` variance). Both draw the publication candidate before the
-decision and take ``err`` from its budget mix, as the ``+`` methods do. Each is its parent
-with two switches changed; the privacy argument is the parent's.
+decision and take ``err`` from its budget mix, as the ``+`` methods do. Each is its publication
+rule (:class:`~app.dp.local.plpd.PLPD` or :class:`~app.dp.local.plpa.PLPA`) with the three
+switches of :class:`~app.dp.local.pldp.PLDPMechanism` set as the table says; the privacy
+argument is that of the ``+`` method with the same rule.
+
+========  =======  =======  =============
+name      use_ops  use_pue  candidate_err
+========  =======  =======  =============
+plpd      no       no       no
+plpd+     yes      yes      yes
+plbd-rp   no       yes      yes
+plbd-ops  yes      no       yes
+========  =======  =======  =============
+
+(and likewise ``plpa``, ``plpa+``, ``plba-rp``, ``plba-ops`` on the absorption rule).
 """
 
 from __future__ import annotations
 
-from app.dp.local.plpa_plus import PLPAPlus
-from app.dp.local.plpd_plus import PLPDPlus
+from app.dp.local.plpa import PLPA
+from app.dp.local.plpd import PLPD
 
 _SECTIONS = """
     Paper
@@ -61,7 +74,7 @@ _NO_PUE = (
 )
 
 
-class PLBDRP(PLPDPlus):
+class PLBDRP(PLPD):
     __doc__ = "PLBD-RP: PLPD+ without OPS (PUE only)." + _SECTIONS.format(
         legend="PLPD-RP",
         extra=", min_users",
@@ -75,6 +88,8 @@ class PLBDRP(PLPDPlus):
     name = "plbd-rp"
     version = 1
     use_ops = False
+    use_pue = True
+    candidate_err = True
 
     def describe(self) -> str:
         return "PLBD-RP: PLPD+ without OPS (W = w_max, full eps_i), PUE on; " + (
@@ -82,7 +97,7 @@ class PLBDRP(PLPDPlus):
         )
 
 
-class PLBDOPS(PLPDPlus):
+class PLBDOPS(PLPD):
     __doc__ = "PLBD-OPS: PLPD+ without PUE (OPS only)." + _SECTIONS.format(
         legend="PLPD-OPS",
         extra=", min_users",
@@ -95,7 +110,9 @@ class PLBDOPS(PLPDPlus):
     )
     name = "plbd-ops"
     version = 1
+    use_ops = True
     use_pue = False
+    candidate_err = True
 
     def describe(self) -> str:
         return "PLBD-OPS: PLPD+ without PUE (OPS split budgets, plain PFO); " + (
@@ -103,7 +120,7 @@ class PLBDOPS(PLPDPlus):
         )
 
 
-class PLBARP(PLPAPlus):
+class PLBARP(PLPA):
     __doc__ = "PLBA-RP: PLPA+ without OPS (PUE only)." + _SECTIONS.format(
         legend="PLPA-RP",
         extra="",
@@ -117,6 +134,8 @@ class PLBARP(PLPAPlus):
     name = "plba-rp"
     version = 1
     use_ops = False
+    use_pue = True
+    candidate_err = True
 
     def describe(self) -> str:
         return "PLBA-RP: PLPA+ without OPS (W = w_max, full eps_i), PUE on; " + (
@@ -124,7 +143,7 @@ class PLBARP(PLPAPlus):
         )
 
 
-class PLBAOPS(PLPAPlus):
+class PLBAOPS(PLPA):
     __doc__ = "PLBA-OPS: PLPA+ without PUE (OPS only)." + _SECTIONS.format(
         legend="PLPA-OPS",
         extra="",
@@ -137,7 +156,9 @@ class PLBAOPS(PLPAPlus):
     )
     name = "plba-ops"
     version = 1
+    use_ops = True
     use_pue = False
+    candidate_err = True
 
     def describe(self) -> str:
         return "PLBA-OPS: PLPA+ without PUE (OPS split budgets, plain PFO); " + (

@@ -11,43 +11,7 @@ from app.dp.local.pldp import PLDPMechanism
 from app.dp.types import Status
 
 
-class PLDPAbsorption(PLDPMechanism):
-    """The absorption publication rule shared by PLPA, PLPA+ and their ablations.
-
-    ``t_N = |U_{r,l}| / z - 1``; nullified iff ``t - l <= t_N``; else ``t_A = t - l - t_N`` and
-    ``n_pp = z min(t_A, W)``; publish iff ``dis > err`` (Alg. 6 l.5-15, Alg. 4 l.6-13).
-    """
-
-    def _reset(self) -> None:
-        super()._reset()
-        self.last_publication = 0  # l, spec A23
-        self.last_units = 0  # |U_{r,l}| / z
-
-    def _publication_ask(self, t: int, dis: float | None, rng: np.random.Generator) -> Ask | Status:
-        nullified = self.last_units - 1  # Alg. 6 l.5: t_N
-        if t - self.last_publication <= nullified:  # l.6-7 ("<=", spec A6)
-            return "nullified"
-        units = min(t - self.last_publication - nullified, self.window)  # l.9-10
-        cohort = self.population.draw(t, self.unit * units, rng)  # l.13 (Alg. 4 l.10: first)
-        if dis is None or not dis > self.publication_error(cohort):  # l.11-12, no n_min
-            return "skip"  # l.15
-        return self._publish_ask(cohort)  # l.13
-
-    def _published(self, t: int, ask: Ask) -> None:
-        nullified = self.last_units - 1
-        self.last_units = min(t - self.last_publication - nullified, self.window)  # l.14, A7
-        self.last_publication = t
-
-    def _state(self) -> dict[str, Any]:
-        return {**super()._state(), "l": self.last_publication, "k": self.last_units}
-
-    def _load(self, state: dict[str, Any]) -> None:
-        super()._load(state)
-        self.last_publication = int(state["l"])
-        self.last_units = int(state["k"])
-
-
-class PLPA(PLDPAbsorption):
+class PLPA(PLDPMechanism):
     """PLDP Population Absorption: LPA at ``W = w_max`` with every user's own ``eps_i`` and PFO.
 
     Paper
@@ -122,6 +86,34 @@ class PLPA(PLDPAbsorption):
 
     name = "plpa"
     version = 1
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.last_publication = 0  # l, spec A23
+        self.last_units = 0  # |U_{r,l}| / z
+
+    def _publication_ask(self, t: int, dis: float | None, rng: np.random.Generator) -> Ask | Status:
+        nullified = self.last_units - 1  # Alg. 6 l.5: t_N
+        if t - self.last_publication <= nullified:  # l.6-7 ("<=", spec A6)
+            return "nullified"
+        units = min(t - self.last_publication - nullified, self.window)  # l.9-10
+        cohort = self.population.draw(t, self.unit * units, rng)  # l.13 (Alg. 4 l.10: first)
+        if dis is None or not dis > self.publication_error(cohort):  # l.11-12, no n_min
+            return "skip"  # l.15
+        return self._publish_ask(cohort)  # l.13
+
+    def _published(self, t: int, ask: Ask) -> None:
+        nullified = self.last_units - 1
+        self.last_units = min(t - self.last_publication - nullified, self.window)  # l.14, A7
+        self.last_publication = t
+
+    def _state(self) -> dict[str, Any]:
+        return {**super()._state(), "l": self.last_publication, "k": self.last_units}
+
+    def _load(self, state: dict[str, Any]) -> None:
+        super()._load(state)
+        self.last_publication = int(state["l"])
+        self.last_units = int(state["k"])
 
     def describe(self) -> str:
         return (

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.dp.local.plpa import PLDPAbsorption
+from app.dp.local.plpa import PLPA
 
 
-class PLPAPlus(PLDPAbsorption):
+class PLPAPlus(PLPA):
     """PLPA + OPS + PUE: absorption in units of ``z_opt`` over the OPS recycling window ``W``.
 
     Paper

@@ -15,56 +15,7 @@ from app.dp.local.pldp import PLDPMechanism
 from app.dp.types import Group, Status
 
 
-class PLDPDistribution(PLDPMechanism):
-    """The distribution publication rule shared by PLPD, PLPD+ and their ablations.
-
-    ``n_r = floor(n/2) - sum |U_{r,tau}|`` over the last ``W - 1`` slots, ``n_pp = floor(n_r/2)``;
-    publish iff ``dis > err`` and ``n_pp >= n_min`` (Alg. 5 l.5-12, Alg. 3 l.11-24).
-    """
-
-    def __init__(
-        self,
-        d: int,
-        groups: Sequence[Group] | None = None,
-        users: Sequence[int] | int | None = None,
-        buckets: int | None = None,
-        split_rule: SplitRule = "safe_max",
-        dis_on_raw: bool = False,
-        min_users: int = 10,
-        *,
-        eps: float | None = None,
-        w: int | None = None,
-    ) -> None:
-        self.min_users = validate.integer("min_users", min_users)
-        super().__init__(d, groups, users, buckets, split_rule, dis_on_raw, eps=eps, w=w)
-
-    def _reset(self) -> None:
-        super()._reset()
-        self.pub_users: deque[int] = deque(maxlen=self.window - 1)
-
-    def _publication_ask(self, t: int, dis: float | None, rng: np.random.Generator) -> Ask | Status:
-        remaining = self.users // 2 - sum(self.pub_users)  # Alg. 5 l.5 (tau <= 0 adds 0)
-        target = remaining // 2  # l.6: n_pp
-        cohort = self.population.draw(t, target, rng)  # l.9 (Alg. 3 l.15: drawn first)
-        n = self.population.users_in(cohort)
-        if dis is None or n < self.min_users or not dis > self.publication_error(cohort):  # l.8
-            return "skip"  # l.12
-        return self._publish_ask(cohort)  # l.9-11
-
-    def _closed(self, t: int, users_pub: int) -> None:
-        if self.window > 1:
-            self.pub_users.append(users_pub)  # l.13: sizes leave the window with their users
-
-    def _state(self) -> dict[str, Any]:
-        return {**super()._state(), "pub_users": list(self.pub_users)}
-
-    def _load(self, state: dict[str, Any]) -> None:
-        super()._load(state)
-        self.pub_users.clear()
-        self.pub_users.extend(int(n) for n in state["pub_users"])
-
-
-class PLPD(PLDPDistribution):
+class PLPD(PLDPMechanism):
     """PLDP Population Distribution: LPD at ``W = w_max`` with every user's own ``eps_i`` and PFO.
 
     Paper
@@ -155,6 +106,47 @@ class PLPD(PLDPDistribution):
 
     name = "plpd"
     version = 1
+
+    def __init__(
+        self,
+        d: int,
+        groups: Sequence[Group] | None = None,
+        users: Sequence[int] | int | None = None,
+        buckets: int | None = None,
+        split_rule: SplitRule = "safe_max",
+        dis_on_raw: bool = False,
+        min_users: int = 10,
+        *,
+        eps: float | None = None,
+        w: int | None = None,
+    ) -> None:
+        self.min_users = validate.integer("min_users", min_users)
+        super().__init__(d, groups, users, buckets, split_rule, dis_on_raw, eps=eps, w=w)
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.pub_users: deque[int] = deque(maxlen=self.window - 1)
+
+    def _publication_ask(self, t: int, dis: float | None, rng: np.random.Generator) -> Ask | Status:
+        remaining = self.users // 2 - sum(self.pub_users)  # Alg. 5 l.5 (tau <= 0 adds 0)
+        target = remaining // 2  # l.6: n_pp
+        cohort = self.population.draw(t, target, rng)  # l.9 (Alg. 3 l.15: drawn first)
+        n = self.population.users_in(cohort)
+        if dis is None or n < self.min_users or not dis > self.publication_error(cohort):  # l.8
+            return "skip"  # l.12
+        return self._publish_ask(cohort)  # l.9-11
+
+    def _closed(self, t: int, users_pub: int) -> None:
+        if self.window > 1:
+            self.pub_users.append(users_pub)  # l.13: sizes leave the window with their users
+
+    def _state(self) -> dict[str, Any]:
+        return {**super()._state(), "pub_users": list(self.pub_users)}
+
+    def _load(self, state: dict[str, Any]) -> None:
+        super()._load(state)
+        self.pub_users.clear()
+        self.pub_users.extend(int(n) for n in state["pub_users"])
 
     def describe(self) -> str:
         return (

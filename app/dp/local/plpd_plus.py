@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.dp.local.plpd import PLDPDistribution
+from app.dp.local.plpd import PLPD
 
 
-class PLPDPlus(PLDPDistribution):
+class PLPDPlus(PLPD):
     """PLPD + OPS + PUE: a smaller recycling window, split budgets, pooled re-perturbed reports.
 
     Paper
