@@ -158,6 +158,7 @@ def register(subparsers: Any) -> None:
         help="central: synthetic events; local: simulated devices answering collection "
         "requests (default streams: app/stream/local_streams.yaml)",
     )
+    p.set_defaults(rate=1000.0, users=2000)  # demo.DEMO_RATE, DEMO_USERS (no import here)
     p.add_argument(
         "--post",
         choices=("none", "clamp"),

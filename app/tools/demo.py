@@ -33,10 +33,17 @@ from app.stream.errors import ConfigError
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
 from app.stream.topics import Topics, create_topics, load_topics
 from app.tools.broker import EmbeddedBroker, free_port
-from app.tools.produce import synthetic_events
+from app.tools.produce import Truth, synthetic_events
 
 LOCAL_STREAMS = Path(__file__).parents[1] / "stream" / "local_streams.yaml"
 """The streams file of ``dpstream demo --mode local``."""
+DEMO_STREAMS = Path(__file__).parents[1] / "stream" / "demo_streams.yaml"
+"""The streams file of ``dpstream demo``: levels and (with the demo's rate and users) counts
+chosen so that most releases of the first minute are fresh."""
+DEMO_RATE = 1000.0
+"""Events/s of the central demo's synthetic producer (``--rate``)."""
+DEMO_USERS = 2000
+"""Synthetic users of the central demo (``--users``); the file's population matches it."""
 
 
 def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event) -> None:
@@ -60,14 +67,19 @@ def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event)
 
 
 def _print_releases(
-    settings: Settings, topics: Topics, stop: threading.Event, post: str = "none"
-) -> None:
-    """Print each new release (the reader checks the schema and drops duplicate copies)."""
+    settings: Settings, topics: Topics, stop: threading.Event, post: str = "none",
+    truth: Truth | None = None,
+) -> None:  # fmt: skip
+    """Print each new release (the reader checks the schema and drops duplicate copies), with
+    the synthetic truth of its slot under it."""
     with ReleaseReader(confluent_config(settings), topics.releases) as reader:
         while not stop.is_set():
             release = reader.poll(0.5)
-            if release is not None:
-                print(format_release(settings, release.to_json(), post), flush=True)
+            if release is None:
+                continue
+            rel = release.to_json()
+            exact = truth.histogram(rel["stream"], rel["slot"]) if truth is not None else None
+            print(format_release(settings, rel, post, exact), flush=True)
 
 
 def per_user_spent(stream: Any, spent: float, level: str) -> float:
@@ -99,8 +111,8 @@ def per_user_spent(stream: Any, spent: float, level: str) -> float:
 def header(settings: Settings) -> str:
     """What the demo's release lines mean, printed once before them."""
     lines = [
-        "Each line is one released slot: stream, slot start (local time), fresh or repeat, the "
-        "noisy histogram, and the privacy budget spent.",
+        "Each line is one released slot: stream, slot number, slot start (UTC), fresh or "
+        "repeat, the noisy histogram, and the privacy budget spent.",
         "  fresh  = a newly noised histogram; repeat = the last one published again (the "
         "mechanism judged the change too small; a repeat spends no publication budget).",
         "  eps per user = the budget one user of each level spent in this slot, 'of' the "
@@ -117,6 +129,11 @@ def header(settings: Settings) -> str:
         lines.append(
             "  A user counts once per slot: its further events in the same slot are dropped as "
             "duplicates (the synthetic users send several events per slot)."
+        )
+        lines.append(
+            "  truth = the exact counts of the synthetic events of that slot, shown by the demo "
+            "only (real data never leaves the service): the gap to the release is what the "
+            "noise, and a repeat's staleness, cost."
         )
     for stream in settings.streams:
         levels = ", ".join(f"{lv.name} (w={lv.w}, eps={lv.eps:g})" for lv in stream.levels)
@@ -139,13 +156,18 @@ def post_process(histogram: list[float], local: bool) -> list[float]:
     return [x / total for x in clamped] if total > 0 else clamped
 
 
-def format_release(settings: Settings, rel: dict[str, Any], post: str = "none") -> str:
-    """One line per release: slot, start time, kind, histogram by label, spent per user vs eps."""
+def format_release(
+    settings: Settings, rel: dict[str, Any], post: str = "none", truth: list[int] | None = None
+) -> str:
+    """One line per release: slot, start time (UTC), kind, histogram by label, spent per user vs
+    eps; with ``truth`` (the slot's exact synthetic counts), a second line of them under the
+    histogram, and the mean absolute error of the release."""
     stream = settings.stream(rel["stream"])
-    when = time.strftime("%H:%M:%S", time.localtime(rel["start"]))
+    when = time.strftime("%H:%M:%SZ", time.gmtime(rel["start"]))
     digits = 3 if stream.local else (0 if post == "clamp" else 1)  # frequencies or counts
     values = rel["histogram"] if post == "none" else post_process(rel["histogram"], stream.local)
-    hist = " ".join(f"{lab}={x:.{digits}f}" for lab, x in zip(stream.labels, values, strict=True))
+    cells = [f"{lab}={x:.{digits}f}" for lab, x in zip(stream.labels, values, strict=True)]
+    hist = " ".join(cells)
     eps = {lv.name: lv.eps for lv in stream.levels}
     spent = ", ".join(
         f"{k} {per_user_spent(stream, v, k):.3g} of {eps[k]:g}"
@@ -154,7 +176,14 @@ def format_release(settings: Settings, rel: dict[str, Any], post: str = "none") 
         for k, v in rel["spent_by_group"].items()
     )
     kind = "fresh " if rel["fresh"] else "repeat"
-    return f"{rel['stream']} slot {rel['slot']} {when} {kind} | {hist} | eps per user: {spent}"
+    head = f"{rel['stream']} slot {rel['slot']} {when} {kind} | "
+    line = f"{head}{hist} | eps per user: {spent}"
+    if truth is None or stream.local:
+        return line
+    pairs = zip(stream.labels, truth, cells, strict=True)
+    exact = " ".join(f"{lab}={x}".ljust(len(cell)) for lab, x, cell in pairs)
+    error = sum(abs(float(x) - t) for x, t in zip(values, truth, strict=True)) / len(truth)
+    return f"{line}\n{'truth'.rjust(len(head) - 3)} | {exact} | mean error {error:.1f}"
 
 
 def check_streams(settings: Settings, local: bool) -> None:
@@ -207,6 +236,8 @@ def _run_demo(args: argparse.Namespace) -> int:
         env["DPSTREAM_CONFIG"] = str(args.config)
     elif local and not env.get("DPSTREAM_CONFIG"):
         env["DPSTREAM_CONFIG"] = str(LOCAL_STREAMS)
+    elif not env.get("DPSTREAM_CONFIG"):
+        env["DPSTREAM_CONFIG"] = str(DEMO_STREAMS)
     check_streams(load_settings(env), local)
     workdir = tempfile.TemporaryDirectory(prefix="dpstream-demo-")
     env.setdefault("DPSTREAM_METRICS_BIND", "127.0.0.1")
@@ -248,8 +279,9 @@ def _run_demo(args: argparse.Namespace) -> int:
         )
         print(header(settings), flush=True)
         post = getattr(args, "post", "none")
+        truth = Truth()
         threads.append(
-            threading.Thread(target=_print_releases, args=(settings, topics, stop, post))
+            threading.Thread(target=_print_releases, args=(settings, topics, stop, post, truth))
         )
         if local:
             threads.append(
@@ -261,7 +293,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             threads.append(
                 threading.Thread(
                     target=synthetic_events,
-                    args=(settings, topics, stream, args.rate, args.users, stop),
+                    args=(settings, topics, stream, args.rate, args.users, stop, None, truth),
                 )
             )
         for t in threads:

@@ -83,6 +83,49 @@ class Deliveries:
         return text + (f" (last error: {self.last_error})" if self.last_error else "")
 
 
+class Truth:
+    """The exact histogram of each recent slot of the synthetic events (``dpstream demo`` only).
+
+    Counted as the service counts: one value per user and slot, the user's first event of the
+    slot (later ones are duplicates). Kept for the last :attr:`keep` slots of each stream. This
+    is the data itself: only the demo shows it, next to the releases, on synthetic users.
+
+    >>> from app.stream.config import DEFAULT_STREAMS, load_streams
+    >>> stream = load_streams(DEFAULT_STREAMS)[0]
+    >>> t = Truth()
+    >>> for user, value in [("a", 1), ("b", 1), ("a", 2)]:
+    ...     t.add(stream, 100.0, user, value)
+    >>> t.histogram(stream.id, stream.slots.slot_of(100.0))[:3], t.histogram(stream.id, 1)
+    ([0, 2, 0], None)
+    """
+
+    def __init__(self, keep: int = 64) -> None:
+        self.keep = keep
+        self._slots: dict[str, dict[int, dict[str, int]]] = {}
+        self._d: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, stream: StreamConfig, ts: float, user: str, value: int) -> None:
+        slot = stream.slots.slot_of(ts)
+        with self._lock:
+            self._d[stream.id] = stream.d
+            slots = self._slots.setdefault(stream.id, {})
+            slots.setdefault(slot, {}).setdefault(user, value)
+            for old in [s for s in slots if s <= slot - self.keep]:
+                del slots[old]
+
+    def histogram(self, stream_id: str, slot: int) -> list[int] | None:
+        """The slot's exact counts, or ``None`` when no event of it was produced here."""
+        with self._lock:
+            values = self._slots.get(stream_id, {}).get(slot)
+            if values is None:
+                return None
+            counts = [0] * self._d[stream_id]
+            for v in values.values():
+                counts[v] += 1
+            return counts
+
+
 def synthetic_events(
     settings: Settings,
     topics: Topics,
@@ -91,11 +134,13 @@ def synthetic_events(
     users: int,
     stop: threading.Event,
     deliveries: Deliveries | None = None,
+    truth: Truth | None = None,
 ) -> None:
     """Produce ``rate`` events/s for ``stream`` until ``stop`` is set (seeded, drifting).
 
     Serves delivery callbacks as it goes and flushes for up to :data:`FLUSH_S` at the end;
-    messages still queued then are counted in ``deliveries.undelivered``.
+    messages still queued then are counted in ``deliveries.undelivered``. With ``truth`` (the
+    demo), each event is also counted there.
     """
     from confluent_kafka import Producer
 
@@ -131,6 +176,9 @@ def synthetic_events(
                 )  # fmt: skip
             except BufferError:  # local queue full: the broker is not taking them
                 deliveries(_QueueFull(), None)
+                continue
+            if truth is not None:
+                truth.add(stream, now, user, int(v))
         producer.poll(0)
         stop.wait(tick)
     deliveries.left(producer.flush(FLUSH_S))

@@ -89,3 +89,30 @@ def test_post_clamp_prints_non_negative_integers() -> None:
     line = demo.format_release(settings, release(stream.id, {}, hist), post="clamp")
     cells = line.split(" | ")[1].split()
     assert cells[0] == f"{stream.labels[0]}=0" and cells[1] == f"{stream.labels[1]}=3"
+
+
+def test_demo_streams_are_the_default_and_show_the_truth_under_the_release() -> None:
+    """Issue 23 item 9: the demo's own file, times in UTC, and the slot's synthetic truth."""
+    settings = settings_of(demo.DEMO_STREAMS)
+    stream = settings.streams[0]
+    assert stream.levels[stream.default_level].population == demo.DEMO_USERS
+    rel = release(stream.id, {"standard": 0.4}, [10.0] * stream.d)
+    rel["start"] = 3600.0
+    text = demo.format_release(settings, rel, truth=[12] * stream.d)
+    first, second = text.splitlines()
+    assert " 01:00:00Z fresh " in first and first.endswith("| eps per user: standard 0.4 of 2")
+    assert second.lstrip().startswith("truth | home=12") and second.endswith("mean error 2.0")
+    assert first.index("| home=") == second.index("| home=")
+
+
+def test_truth_counts_one_value_per_user_and_slot() -> None:
+    from app.tools.produce import Truth
+
+    stream = settings_of(demo.DEMO_STREAMS).streams[0]
+    truth = Truth(keep=2)
+    for ts, user, value in [(0.5, "a", 1), (0.7, "a", 3), (0.9, "b", 3), (2.1, "a", 0)]:
+        truth.add(stream, ts, user, value)
+    assert truth.histogram(stream.id, 0)[:4] == [0, 1, 0, 1]
+    assert truth.histogram(stream.id, 1)[:4] == [1, 0, 0, 0]
+    truth.add(stream, 4.1, "a", 0)
+    assert truth.histogram(stream.id, 0) is None  # older than keep slots
