@@ -449,6 +449,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--data", nargs="+", choices=list(DATASETS), default=["rte2013", "synthetic"]
     )
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--from-csv",
+        type=Path,
+        help="re-render a stored run's optstream.csv(.gz) (table, and the figure into --out); "
+        "give the same --figure",
+    )
 
 
 def run_cli(args: argparse.Namespace) -> int:
@@ -481,6 +487,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.from_csv:
+        return _replot(args)
     datasets = {name: DATASETS[name](args) for name in args.data}
     mechanisms = figure_mechanisms(args.ablations, bool(args.alpha), not args.no_extras)
     rows: list[dict[str, Any]] = []
@@ -551,14 +559,71 @@ def _run(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
         if plot:
-            x, title, name = plot
-            plot_optstream(
-                res, args.out / name, x=x, mechanisms=list(mechanisms),
-                title=f"OptStream {title}, log10 mean L1 ({args.trials} trials)",
-                footer=f"seeds 0..{args.trials - 1}; w = {W}, strict = {args.strict}, Laplace "
-                "noise; solid: w-event private (features at w Delta); dashed: not private; "
-                "rte2013 = RTE regions 2013, synthetic = Table 2 generator, tdrive = T-Drive",
-            )  # fmt: skip
+            _plot(res, args.out, plot, list(mechanisms), args.trials, args.strict)
+    return 0
+
+
+def _plot(
+    res: dict[tuple[str, str, str, float, float | None], float],
+    out: Path,
+    plot: tuple[str, str, str],
+    mechanisms: list[str],
+    trials: int,
+    strict: bool,
+) -> Path:
+    x, title, name = plot
+    return plot_optstream(
+        res, out / name, x=x, mechanisms=mechanisms,
+        title=f"OptStream {title}, log10 mean L1 ({trials} trials)",
+        footer=f"seeds 0..{trials - 1}; w = {W}, strict = {strict}, Laplace noise; solid: "
+        "w-event private (features at w Delta), dashed: paper's Delta, not private",
+    )  # fmt: skip
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a run's ``optstream.csv`` (or ``.csv.gz``), typed back."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        r["eps"] = float(r["eps"])
+        r["alpha"] = float(r["alpha"]) if r["alpha"] else None
+        r["seed"] = int(r["seed"])
+        r["error"] = float(r["error"])
+    return rows
+
+
+def row_means(
+    rows: list[dict[str, Any]], by_level: bool = False
+) -> dict[tuple[str, str, str, float, float | None], float]:
+    """The means :func:`run` (or :func:`hierarchy`, ``by_level``) returned for these rows."""
+    acc: dict[tuple[str, str, str, float, float | None], list[float]] = defaultdict(list)
+    for r in rows:
+        month = f"{r['month']} {r['region']}" if by_level else r["month"]
+        acc[(r["dataset"], month, r["mechanism"], r["eps"], r["alpha"])].append(r["error"])
+    return {key: float(np.mean(v)) for key, v in acc.items()}
+
+
+def _replot(args: argparse.Namespace) -> int:
+    """``--from-csv``: the table and the figure of a stored run, nothing run."""
+    rows = read_rows(args.from_csv)
+    res = row_means(rows, by_level=args.hierarchy)
+    se = standard_errors(rows, by_level=args.hierarchy)
+    labels = list(dict.fromkeys(r["mechanism"] for r in rows))
+    trials = len({r["seed"] for r in rows})
+    print(table(res, labels, f"log10 mean L1 error, {args.from_csv}", se))
+    if args.out:
+        plot = (
+            ("alpha", "Fig. 4, hierarchy, eps = 1", "fig4_hierarchy.png")
+            if args.hierarchy
+            else ("alpha", "Fig. 10, (w, alpha) sums, eps = 1", "fig10_alpha.png")
+            if args.alpha
+            else ("eps", "Fig. 8, ablations", "fig8_ablations.png")
+            if args.ablations
+            else ("eps", "Fig. 3", "fig3_eps.png")
+        )
+        args.out.mkdir(parents=True, exist_ok=True)
+        print(f"wrote {_plot(res, args.out, plot, labels, trials, rows[0]['strict'] == 'True')}")
     return 0
 
 

@@ -38,7 +38,7 @@ def plot_optstream(
     plt = _pyplot()
     series = sorted({(d, m) for d, m, *_ in results})
     fig, axes = plt.subplots(
-        1, len(series), figsize=(3.4 * len(series), 3.6), sharey=True, squeeze=False
+        1, len(series), figsize=(max(3.4 * len(series), 7.0), 3.8), sharey=True, squeeze=False
     )
     for ax, (ds, month) in zip(axes[0], series, strict=True):
         for k, name in enumerate(mechanisms):
@@ -61,7 +61,7 @@ def plot_optstream(
         ax.set_title(f"{ds} {month}", fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].set_ylabel("log10 mean L1 error")
-    axes[0][-1].legend(fontsize=7)
+    axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(title, fontsize=10)
     return save(fig, path, footer, dpi=80)
 
