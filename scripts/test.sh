@@ -1,14 +1,33 @@
 #!/usr/bin/env bash
 # Set up and run every check: lint, types, unit, property, statistical, integration (a real
 # Kafka-protocol broker started by the suite), deployment validation. Safe to re-run.
+#
+#   bash scripts/test.sh            everything (README, "Tests": apt + passwordless sudo for
+#                                   promtool and chromium, npm for helm; ~30 min on 2 cores)
+#   bash scripts/test.sh --quick    lint, types, unit, conformance and doctests: no broker, no
+#                                   tools, no sudo (~8 min on 2 busy cores)
+#
+# Other arguments go to pytest (e.g. `bash scripts/test.sh --quick tests/dp`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+if [ "${1:-}" = "--quick" ]; then
+    quick=1
+    shift
+fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[dev,bench]"
-if [ -x scripts/install-tools.sh ]; then bash scripts/install-tools.sh; fi
+if [ "$quick" = 0 ] && [ -x scripts/install-tools.sh ]; then bash scripts/install-tools.sh; fi
 .venv/bin/ruff check app tests
 .venv/bin/mypy app
+if [ "$quick" = 1 ]; then
+    # Neither the integration tests (a broker), nor the slow statistical ones, nor the
+    # deployment validation (helm, promtool, compose, chromium).
+    .venv/bin/python -m pytest -q -n 2 -m "not integration and not slow" \
+        --ignore=tests/integration --ignore=tests/deploy --durations=10 "$@"
+    exit
+fi
 # Two processes: the integration tests mostly wait on wall-clock slots (each file stays in one
 # process, with its own embedded broker).
 .venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=15 "$@"
