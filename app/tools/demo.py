@@ -108,6 +108,18 @@ def per_user_spent(stream: Any, spent: float, level: str) -> float:
     return float(min(spent, report[k] if report is not None else stream.levels[k].eps))
 
 
+def _asks_cohorts(stream: Any) -> bool:
+    """A local stream whose rounds ask disjoint cohorts (population division)."""
+    if not stream.local:
+        return False
+    from app.dp.errors import DPError
+
+    try:
+        return bool(getattr(stream.build_mechanism(), "population_division", False))
+    except DPError:
+        return False
+
+
 def header(settings: Settings) -> str:
     """What the demo's release lines mean, printed once before them."""
     lines = [
@@ -115,8 +127,9 @@ def header(settings: Settings) -> str:
         "repeat, the noisy histogram, and the privacy budget spent.",
         "  fresh  = a newly noised histogram; repeat = the last one published again (the "
         "mechanism judged the change too small; a repeat spends no publication budget).",
-        "  eps per user = the budget one user of each level spent in this slot, 'of' the "
-        "level's eps: over any w consecutive slots a user spends at most eps in total.",
+        "  eps per user: X of EPS (w=W) = a user of that level spent X in this slot; over any "
+        "W consecutive slots its spending adds up to at most EPS (the figure eps bounds: per "
+        "user, per window).",
         "  Noisy counts can be negative: the noise is unbiased (`--post clamp` clamps at 0 "
         "and rounds, post-processing that costs no budget).",
     ]
@@ -124,6 +137,14 @@ def header(settings: Settings) -> str:
         lines.append(
             "  Local streams release estimated frequencies (sum ~ 1) instead of counts, from "
             "the perturbed reports of the devices each collection request asked."
+        )
+    if any(_asks_cohorts(s) for s in settings.streams):
+        lines.append(
+            "  eps per asked user (LPU, LPD, LPA, PLDP-IDS): each round asks a cohort of users "
+            "not asked recently; an asked user spends X (its whole EPS, or an OPS share of it), "
+            "the others nothing, and over any W slots a user spends at most EPS. A repeat "
+            "still asked a cohort (the dissimilarity round). All-zero frequencies mean no "
+            "device answered in time."
         )
     if any(not s.local for s in settings.streams):
         lines.append(
@@ -168,16 +189,22 @@ def format_release(
     values = rel["histogram"] if post == "none" else post_process(rel["histogram"], stream.local)
     cells = [f"{lab}={x:.{digits}f}" for lab, x in zip(stream.labels, values, strict=True)]
     hist = " ".join(cells)
-    eps = {lv.name: lv.eps for lv in stream.levels}
+    levels = {lv.name: lv for lv in stream.levels}
     spent = ", ".join(
-        f"{k} {per_user_spent(stream, v, k):.3g} of {eps[k]:g}"
-        if k in eps
+        f"{k} {per_user_spent(stream, v, k):.3g} of {levels[k].eps:g} (w={levels[k].w})"
+        if k in levels
         else f"{k} {v:.3g}"
         for k, v in rel["spent_by_group"].items()
     )
     kind = "fresh " if rel["fresh"] else "repeat"
     head = f"{rel['stream']} slot {rel['slot']} {when} {kind} | "
-    line = f"{head}{hist} | eps per user: {spent}"
+    who = "eps per asked user" if _asks_cohorts(stream) else "eps per user"
+    line = f"{head}{hist} | {who}: {spent}"
+    if stream.local and not any(float(x) for x in rel["histogram"]):
+        line += (
+            "\n  (no device answered this slot's collection request in time: its round closed "
+            "empty; the machine may be too busy for this many simulated devices)"
+        )
     if truth is None or stream.local:
         return line
     pairs = zip(stream.labels, truth, cells, strict=True)

@@ -29,7 +29,7 @@ def test_local_population_division_shows_what_one_user_spent() -> None:
     stream = settings.streams[0]
     assert stream.mechanism == "lpa" and stream.levels[0].eps == 2.0
     line = demo.format_release(settings, release(stream.id, {"standard": 4.0}, [0.9, 0.1]))
-    assert line.endswith("| eps per user: standard 2 of 2")
+    assert line.endswith("| eps per asked user: standard 2 of 2 (w=5)")
     assert demo.per_user_spent(stream, 0.0, "standard") == 0.0
 
 
@@ -41,7 +41,7 @@ def test_personalized_local_shows_each_levels_report_budget() -> None:
     line = demo.format_release(
         settings, release(stream.id, {"private": 1.0, "open": 4.0}, [0.5, 0.5])
     )
-    assert line.endswith("| eps per user: private 0.5 of 1, open 2 of 2")
+    assert line.endswith("| eps per asked user: private 0.5 of 1 (w=10), open 2 of 2 (w=5)")
 
 
 def test_central_spent_is_shown_against_each_level_eps() -> None:
@@ -50,7 +50,7 @@ def test_central_spent_is_shown_against_each_level_eps() -> None:
     spent = {lv.name: lv.eps / 8 for lv in stream.levels}
     line = demo.format_release(settings, release(stream.id, spent, [1.0] * stream.d))
     for lv in stream.levels:
-        assert f"{lv.name} {lv.eps / 8:.3g} of {lv.eps:g}" in line
+        assert f"{lv.name} {lv.eps / 8:.3g} of {lv.eps:g} (w={lv.w})" in line
 
 
 def test_header_says_what_the_figures_mean() -> None:
@@ -100,7 +100,8 @@ def test_demo_streams_are_the_default_and_show_the_truth_under_the_release() -> 
     rel["start"] = 3600.0
     text = demo.format_release(settings, rel, truth=[12] * stream.d)
     first, second = text.splitlines()
-    assert " 01:00:00Z fresh " in first and first.endswith("| eps per user: standard 0.4 of 2")
+    assert " 01:00:00Z fresh " in first
+    assert first.endswith("| eps per user: standard 0.4 of 2 (w=5)")
     assert second.lstrip().startswith("truth | home=12") and second.endswith("mean error 2.0")
     assert first.index("| home=") == second.index("| home=")
 
@@ -116,3 +117,14 @@ def test_truth_counts_one_value_per_user_and_slot() -> None:
     assert truth.histogram(stream.id, 1)[:4] == [1, 0, 0, 0]
     truth.add(stream, 4.1, "a", 0)
     assert truth.histogram(stream.id, 0) is None  # older than keep slots
+
+
+def test_a_local_release_with_no_report_says_the_devices_did_not_answer() -> None:
+    """Issue 23 item 9: a busy machine's all-zero local releases are explained, not silent."""
+    settings = settings_of(demo.LOCAL_STREAMS)
+    stream = settings.streams[0]
+    text = demo.format_release(settings, release(stream.id, {"standard": 2.0}, [0.0, 0.0]))
+    assert "no device answered this slot's collection request in time" in text
+    fine = demo.format_release(settings, release(stream.id, {"standard": 2.0}, [0.4, 0.6]))
+    assert "no device answered" not in fine
+    assert "per user, per window" in demo.header(settings)
