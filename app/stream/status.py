@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -190,13 +191,36 @@ def _stream_section(
     return out
 
 
+DEMO_TRUTH_ENV = "DPSTREAM_DEMO_TRUTH_FILE"
+"""Set by ``dpstream demo`` only: a JSON file ``{stream: {slot: counts}}`` of the synthetic
+events' exact counts, drawn over the releases so a newcomer sees what the noise costs. Exact
+data: never set it for a real stream."""
+TRUTH_COLOR = "#000000"
+
+
+def demo_truth(stream_id: str) -> dict[int, list[float]]:
+    """The demo's exact counts of ``stream_id`` by slot ({} outside the demo or if unreadable)."""
+    path = os.environ.get(DEMO_TRUTH_ENV)
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            slots = json.load(f).get(stream_id, {})
+        return {int(k): [float(x) for x in v] for k, v in slots.items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
 def _chart(config: StreamConfig, releases: list[dict[str, Any]]) -> str:
-    """Bars of the last releases: one group per slot, one bar per category, zero line."""
+    """Bars of the last releases: one group per slot, one bar per category, zero line; in the
+    demo, a black tick per bar at the slot's synthetic truth (:func:`demo_truth`)."""
     width, height, top, bottom, left = 760, 240, 10, 40, 40
     if not releases:
         return "<p class='note'>no release yet</p>"
     labels = list(config.labels) or [str(i) for i in range(config.d)]
+    truth = demo_truth(config.id)
     values = [float(x) for r in releases for x in r["histogram"]]
+    values += [x for r in releases for x in truth.get(int(r["slot"]), [])]
     hi, lo = max(0.0, *values), min(0.0, *values)
     span = (hi - lo) or 1.0
     plot_h = height - top - bottom
@@ -222,6 +246,12 @@ def _chart(config: StreamConfig, releases: list[dict[str, Any]]) -> str:
                 f"height='{max(0.5, y1 - y0):.1f}' fill='{color}'>"
                 f"<title>slot {rel['slot']} {name} = {float(v):.3g}</title></rect>"
             )
+        for j, t in enumerate(truth.get(int(rel["slot"]), [])[: len(rel["histogram"])]):
+            out.append(
+                f"<line x1='{x0 + j * bar_w:.1f}' x2='{x0 + (j + 0.9) * bar_w:.1f}' "
+                f"y1='{y(t):.1f}' y2='{y(t):.1f}' stroke='{TRUTH_COLOR}' stroke-width='2'>"
+                f"<title>slot {rel['slot']} truth = {t:g}</title></line>"
+            )
         stamp = time.strftime("%H:%M:%S", time.gmtime(float(rel["start"])))
         out.append(f"<text x='{x0:.1f}' y='{height - bottom + 14}' font-size='10'>{stamp}</text>")
     out += [
@@ -236,6 +266,12 @@ def _chart(config: StreamConfig, releases: list[dict[str, Any]]) -> str:
         f"bars in label order: {html.escape(', '.join(labels))})</text>",
         "</svg>",
     ]
+    if truth:
+        out.append(
+            "<p class='note'>Black ticks: the <b>truth</b>, the exact counts of the demo's "
+            "synthetic events in that slot (shown by <code>dpstream demo</code> only): the gap "
+            "to each bar is what the noise, or a repeat's staleness, costs.</p>"
+        )
     return "\n".join(out)
 
 

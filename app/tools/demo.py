@@ -31,6 +31,7 @@ from app.client.releases import ReleaseReader
 from app.stream.config import Settings, load_settings
 from app.stream.errors import ConfigError
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
+from app.stream.status import DEMO_TRUTH_ENV
 from app.stream.topics import Topics, create_topics, load_topics
 from app.tools.broker import EmbeddedBroker, free_port
 from app.tools.produce import Truth, synthetic_events
@@ -68,7 +69,7 @@ def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event)
 
 def _print_releases(
     settings: Settings, topics: Topics, stop: threading.Event, post: str = "none",
-    truth: Truth | None = None,
+    truth: Truth | None = None, truth_file: Path | None = None,
 ) -> None:  # fmt: skip
     """Print each new release (the reader checks the schema and drops duplicate copies), with
     the synthetic truth of its slot under it."""
@@ -80,6 +81,8 @@ def _print_releases(
             rel = release.to_json()
             exact = truth.histogram(rel["stream"], rel["slot"]) if truth is not None else None
             print(format_release(settings, rel, post, exact), flush=True)
+            if truth is not None and truth_file is not None:
+                truth.dump(truth_file)  # the status page draws it (demo only)
 
 
 def per_user_spent(stream: Any, spent: float, level: str) -> float:
@@ -268,6 +271,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     check_streams(load_settings(env), local)
     workdir = tempfile.TemporaryDirectory(prefix="dpstream-demo-")
     env.setdefault("DPSTREAM_METRICS_BIND", "127.0.0.1")
+    truth_file = Path(workdir.name) / "truth.json"  # synthetic data: the status page shows it
+    env[DEMO_TRUTH_ENV] = str(truth_file)
     env.setdefault("DPSTREAM_SESSION_TIMEOUT_S", "6")
     env.setdefault("DPSTREAM_LOG_LEVEL", "WARNING")
     worker: subprocess.Popen[bytes] | None = None
@@ -308,7 +313,9 @@ def _run_demo(args: argparse.Namespace) -> int:
         post = getattr(args, "post", "none")
         truth = Truth()
         threads.append(
-            threading.Thread(target=_print_releases, args=(settings, topics, stop, post, truth))
+            threading.Thread(
+                target=_print_releases, args=(settings, topics, stop, post, truth, truth_file)
+            )
         )
         if local:
             threads.append(

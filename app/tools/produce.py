@@ -12,12 +12,14 @@ SIGTERM or Ctrl-C) each producer flushes for up to :data:`FLUSH_S` seconds; the 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -113,6 +115,16 @@ class Truth:
             slots.setdefault(slot, {}).setdefault(user, value)
             for old in [s for s in slots if s <= slot - self.keep]:
                 del slots[old]
+
+    def dump(self, path: Path) -> None:
+        """Write every kept slot's counts as JSON ``{stream: {slot: counts}}`` (atomically),
+        for the worker's status page in the demo."""
+        with self._lock:
+            keys = [(sid, list(slots)) for sid, slots in self._slots.items()]
+        doc = {sid: {str(s): self.histogram(sid, s) for s in slots} for sid, slots in keys}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        tmp.replace(path)
 
     def histogram(self, stream_id: str, slot: int) -> list[int] | None:
         """The slot's exact counts, or ``None`` when no event of it was produced here."""
