@@ -62,6 +62,7 @@ import numpy as np
 
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
+from app.stream.internal import Partial
 from app.stream.partitioning import partition_for
 from app.stream.preferences import History, Preferences
 from app.stream.records import Domain, decode_event
@@ -101,17 +102,6 @@ class Record(NamedTuple):
     offset: int
     key: bytes | None
     value: bytes | None
-
-
-@dataclass(frozen=True)
-class Partial:
-    """One partition's counts (``groups x d``, row-major) for one closed slot."""
-
-    stream: str
-    slot: int
-    partition: int
-    counts: list[int] | list[float]
-    """Counts of users, or for a sum stream the clipped amounts' sums."""
 
 
 @dataclass(frozen=True)
@@ -372,7 +362,8 @@ class Collector:
                 for slot in sorted(set(due) | set(range(first_empty, top + 1))):
                     bucket = part.buckets.pop((sid, slot), None)
                     part.min_offset.pop((sid, slot), None)
-                    out.append(Partial(sid, slot, p, self._counts(stream, slot, bucket)))
+                    counts = self._counts(stream, slot, bucket)
+                    out.append(Partial(sid, slot, p, self.partitions_total, counts))
                 part.closed_through[sid] = top
         return out, ticks
 

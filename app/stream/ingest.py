@@ -44,10 +44,11 @@ from app.stream.batch import MAX_RECORDS, BatchConsumer
 from app.stream.collect import Collector
 from app.stream.config import Settings
 from app.stream.errors import BadEvent
+from app.stream.internal import Tick
 from app.stream.kafka import aiokafka_kwargs
 from app.stream.policy import Policy, dead_letter_policy
 from app.stream.preferences import History
-from app.stream.records import decode_preference, encode_partial, encode_tick, pack, unpack
+from app.stream.records import decode_preference, pack, unpack
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -279,12 +280,11 @@ class IngestService(BatchConsumer):
         send = self._producer.send
         topic, total = self.topics.partials, self._partitions_total
         for pa in partials:
-            value = encode_partial(pa.stream, pa.slot, pa.partition, total, pa.counts)
-            await send(topic, key=pa.stream.encode(), value=value)
+            await send(topic, key=pa.stream.encode(), value=pa.encode())
         progress: dict[str, dict[int, float]] = {}
         for tick in ticks:
             progress.setdefault(tick.stream, {})[tick.partition] = tick.progress
         for sid, by_partition in progress.items():
-            await send(topic, key=sid.encode(), value=encode_tick(sid, by_partition, total))
+            await send(topic, key=sid.encode(), value=Tick(sid, by_partition, total).encode())
         if partials:
             await self._commit(list(self._consumer.assignment()) if self._consumer else [])

@@ -1,4 +1,5 @@
-"""Wire formats: decode and validate events, encode partials, releases, audit and dead letters.
+"""The public wire: decode and validate events, preferences and reports; encode releases, audit
+records, collection requests and dead letters (the internal wire is :mod:`app.stream.internal`).
 
 Every value is a msgpack map whose fields ``topics/*.yaml`` documents. Decoding an event is on
 the hot path, so :func:`decode_event` is a plain function doing the minimum, and raises
@@ -151,39 +152,10 @@ def decode_preference(raw: bytes | None) -> str | None:
     return level if isinstance(level, str) else None
 
 
-def encode_partial(
-    stream: str, slot: int, partition: int, partitions: int, counts: list[int] | list[float]
-) -> bytes:
-    """A collect-stage partial: one events partition's counts (a sum stream: sums, as
-    float64) for one closed slot."""
-    return msgpack.packb(
-        {
-            "kind": "partial",
-            "stream": stream,
-            "slot": slot,
-            "partition": partition,
-            "partitions": partitions,
-            "counts": counts,
-        }
-    )
 
 
-def encode_tick(stream: str, progress: dict[int, float], partitions: int) -> bytes:
-    """A clock tick: per partition this sender owns, the event time it is complete up to."""
-    return msgpack.packb(
-        {
-            "kind": "tick",
-            "stream": stream,
-            "progress": {int(p): float(t) for p, t in progress.items()},
-            "partitions": partitions,
-        }
-    )
 
 
-def decode_internal(raw: bytes) -> dict[str, Any]:
-    """A ``partials`` value (written by dpstream itself)."""
-    out: dict[str, Any] = msgpack.unpackb(raw, raw=False, strict_map_key=False)
-    return out
 
 
 MAX_DEAD_LETTER_BYTES = 64 << 10
@@ -381,28 +353,3 @@ def decode_report(raw: bytes | None) -> tuple[str, int, int, int, int, list[int]
         raise BadEvent("wrong_type", "payload must be a list of integers")
     return stream, slot, r, user, group, payload
 
-
-def encode_tally(
-    stream: str,
-    slot: int,
-    rnd: str,
-    partition: int,
-    partitions: int,
-    support: list[int],
-    reports: list[int],
-    now: float,
-) -> bytes:
-    """Local mode: one reports partition's tally of one round (support counts, ``m x d``)."""
-    return msgpack.packb(
-        {
-            "kind": "tally",
-            "stream": stream,
-            "slot": slot,
-            "round": rnd,
-            "partition": partition,
-            "partitions": partitions,
-            "support": support,
-            "reports": reports,
-            "now": now,
-        }
-    )

@@ -30,8 +30,9 @@ from app import metrics
 from app.stream.batch import MAX_RECORDS, BatchConsumer
 from app.stream.config import Settings
 from app.stream.errors import BadEvent
+from app.stream.internal import PartitionTally, Tick
 from app.stream.policy import Policy, dead_letter_policy
-from app.stream.records import decode_report, encode_tally, encode_tick
+from app.stream.records import decode_report
 from app.stream.tally import ReportCollector
 from app.stream.topics import Topics
 
@@ -144,13 +145,11 @@ class ReportService(BatchConsumer):
                 metrics.REPORTS.labels(sid, outcome).inc(n)
         send, topic = self._producer.send, self.topics.partials
         for t in tallies:
-            value = encode_tally(
-                t.stream, t.slot, t.rnd, t.partition, self._partitions_total, t.support,
-                t.reports, wall,
-            )  # fmt: skip
+            value = PartitionTally(t.stream, t.slot, t.rnd, t.partition, self._partitions_total,
+                          t.support, t.reports, wall).encode()  # fmt: skip
             await send(topic, key=t.stream.encode(), value=value)
         for sid in self.collector.streams:
-            tick = encode_tick(sid, {}, self._partitions_total)
+            tick = Tick(sid, {}, self._partitions_total).encode()
             await send(topic, key=sid.encode(), value=tick)
         if tallies:
             await self._commit(list(self._consumer.assignment()) if self._consumer else [])

@@ -92,7 +92,6 @@ class Round:
     stream: str
     slot: int
     rnd: str
-    wall_slot: int
     deadline: float
     request: CollectionRequest
     member: npt.NDArray[np.bool_] | None
@@ -184,8 +183,8 @@ class ReportCollector:
             given = np.frombuffer(request.levels, dtype=np.uint8)[: stream.users]
             levels[: given.shape[0]] = given
         rnd = Round(
-            stream.id, request.slot, request.round, int(msg["slot"]), float(msg["deadline"]),
-            request, member, oracles, levels,
+            stream.id, request.slot, request.round, float(msg["deadline"]), request, member,
+            oracles, levels,
         )  # fmt: skip
         self.rounds[key] = rnd
         mine = sorted(k for k in self.rounds if k[0] == stream.id)

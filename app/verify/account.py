@@ -48,8 +48,9 @@ import numpy.typing as npt
 
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
+from app.stream.internal import InternalError, Partial, decode
 from app.stream.partitioning import partition_for
-from app.stream.records import Domain, decode_event, decode_internal, decode_preference, unpack
+from app.stream.records import Domain, decode_event, decode_preference, unpack
 from app.verify.read import Msg, Snapshot
 from app.verify.rules import History, Level, groups_of
 from app.verify.verdict import LevelSpend, Verdict, Violation
@@ -283,15 +284,19 @@ def first_partials(
     for msg in msgs:
         if msg.value is None:
             continue
-        rec = decode_internal(msg.value)
-        if rec.get("kind") != "partial" or rec.get("stream") != stream.id:
+        try:
+            rec = decode(msg.value)
+        except InternalError:
+            refused["refused_malformed"] += 1
             continue
-        counts = np.asarray(rec.get("counts") or [], dtype=np.float64)
+        if not isinstance(rec, Partial) or rec.stream != stream.id:
+            continue
+        counts = np.asarray(rec.counts, dtype=np.float64)
         if counts.shape[0] != m * d:
             continue  # the release agent refuses a partial of the wrong shape
-        key = (int(rec["slot"]), int(rec["partition"]))
+        key = (rec.slot, rec.partition)
         at = msg.timestamp_ms / 1000
-        if rec.get("partitions") != partitions or not 0 <= key[1] < partitions:
+        if rec.partitions != partitions or not 0 <= key[1] < partitions:
             refused["refused_partition"] += 1
             continue
         if (key[0] + 1) * stream.slot_s + stream.grace_s > at + skew:

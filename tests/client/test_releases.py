@@ -17,7 +17,8 @@ from app.client.releases import (
     decode_release,
 )
 from app.stream.config import load_settings
-from app.stream.records import RELEASE_SCHEMA, encode_partial, encode_tick
+from app.stream.internal import Partial, Tick
+from app.stream.records import RELEASE_SCHEMA
 from app.stream.release import Releaser
 from app.stream.topics import load_topics
 from tests.stream.agent import sized_topics
@@ -73,10 +74,10 @@ def _releases(tmp_path, fail_first_publish: bool) -> list[bytes]:
             pass
 
     r = agent()
-    run(r, encode_tick("s", {0: 10.6}, 1), 10.6)  # slot 9 closes: its publish crashes
+    run(r, Tick("s", {0: 10.6}, 1).encode(), 10.6)  # slot 9 closes: its publish crashes
     r = agent()  # restart on the same tables
-    run(r, encode_partial("s", 10, 0, 1, [3, 1]), 11.6)
-    run(r, encode_tick("s", {0: 13.6}, 1), 13.7)
+    run(r, Partial("s", 10, 0, 1, [3, 1]).encode(), 11.6)
+    run(r, Tick("s", {0: 13.6}, 1).encode(), 13.7)
     return sent
 
 

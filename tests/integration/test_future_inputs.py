@@ -20,8 +20,9 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from app.stream.internal import Partial, Tick
 from app.stream.partitioning import PRODUCER_CONFIG
-from app.stream.records import decode_internal, encode_partial, encode_tick
+from app.stream.records import unpack
 from app.stream.topics import load_topics
 from tests.integration.load import assert_verified, releases_by_slot, wait_released
 
@@ -98,8 +99,8 @@ def test_no_input_moves_a_clock_into_the_future(kafka, worker_factory, tmp_path:
         total = 4  # events partitions (topics/events.yaml)
         ahead = {p: attack_at + DAY_S for p in range(total)}
         producer.produce(internal, key=b"live",
-                         value=encode_tick("live", ahead, total))  # 2. a forged tick  # fmt: skip
-        forged = encode_partial("live", math.floor(attack_at / SLOT_S) + 2, 99, total, [5] * 4)
+                         value=Tick("live", ahead, total).encode())  # 2. a forged tick  # fmt: skip
+        forged = Partial("live", math.floor(attack_at / SLOT_S) + 2, 99, total, [5] * 4).encode()
         producer.produce(internal, key=b"live", value=forged)  # 3. partition 99
         producer.flush(10)
         time.sleep(2 * SLOT_S)
@@ -122,7 +123,7 @@ def test_no_input_moves_a_clock_into_the_future(kafka, worker_factory, tmp_path:
     # 1. The event a month ahead is a dead letter, and no stream's clock jumped.
     dead = [msgpack.unpackb(m.value()) for m in kafka.read(prefix + "dead-letter", idle_s=1.0)]
     assert [d["reason"] for d in dead] == ["bad_time"], dead
-    partials = [decode_internal(m.value()) for m in kafka.read(internal, idle_s=1.0)]
+    partials = [unpack(m.value()) for m in kafka.read(internal, idle_s=1.0)]
     rec_slots = {m["slot"] for m in partials if m["stream"] == "rec" and m["kind"] == "partial"}
     assert max(rec_slots) <= math.floor(end / SLOT_S), "rec's clock stayed behind the wall"
     assert len(rec_slots) <= (end - attack_at) / SLOT_S + 30, "no run of empty partials"

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from app.stream.partitioning import PRODUCER_CONFIG, partition_for
-from app.stream.records import decode_internal
+from app.stream.records import unpack
 from app.stream.topics import load_topics
 from tests.integration.load import (
     SteadyLoad,
@@ -121,7 +121,7 @@ def test_rebalances_keep_every_users_level(kafka, worker_factory, tmp_path: Path
             expected[slot, partition_for(user.encode(), PARTITIONS)][group, value] += 1
     first: dict[tuple[int, int], np.ndarray] = {}
     for m in kafka.read(load_topics(prefix).partials, idle_s=1.0):
-        msg = decode_internal(m.value())
+        msg = unpack(m.value())
         if msg.get("kind") == "partial" and msg["stream"] == "p":
             key = (msg["slot"], msg["partition"])
             first.setdefault(key, np.asarray(msg["counts"], dtype=np.int64).reshape(2, D))

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.stream.config import load_settings
-from app.stream.records import encode_partial, encode_tick
+from app.stream.internal import Partial, Tick
 from app.stream.release.guard import SHOW_S, Guard
 from app.stream.slots import SlotClock
 from tests.stream.agent import agent, run, sized_topics
@@ -41,7 +41,7 @@ CLOCK = SlotClock(slot_s=1.0, grace_s=0.5)
 def test_a_tick_is_refused_iff_it_is_past_the_horizon_or_names_an_unknown_partition(
     now, ahead, partition, partitions
 ):
-    msg = {"kind": "tick", "partitions": partitions, "progress": {partition: now + ahead}}
+    msg = Tick("s", {partition: now + ahead}, partitions)
     reason = Guard().refusal(CLOCK, "central", msg, partitions, now)
     if not 0 <= partition < partitions:
         assert reason == "partition"
@@ -52,15 +52,15 @@ def test_a_tick_is_refused_iff_it_is_past_the_horizon_or_names_an_unknown_partit
 
 
 def test_a_message_naming_another_partition_count_is_refused():
-    msg = {"kind": "tick", "partitions": 99, "progress": {}}
+    msg = Tick("s", {}, 99)
     assert Guard().refusal(CLOCK, "local", msg, 4, 100.0) == "partition"
-    bad_time = {"kind": "tick", "partitions": 4, "progress": {0: float("nan")}}
+    bad_time = Tick("s", {0: float("nan")}, 4)
     assert Guard().refusal(CLOCK, "central", bad_time, 4, 100.0) == "future"
 
 
 def test_readiness_names_a_refusing_stream_for_a_while():
     g = Guard()
-    g.refuse("s", "future", {"kind": "tick"}, 100.0)
+    g.refuse("s", "future", Tick("s", {}, 1), 100.0)
     said = "stream s: refused internal messages (future), see the log"
     assert g.reasons(100.0 + SHOW_S) == [said]
     assert g.reasons(100.0 + SHOW_S + 1) == []
@@ -77,13 +77,13 @@ def test_forged_ticks_and_partials_release_nothing_and_spare_the_other_stream(tm
 
     r = agent(settings_, {}, {}, produce, sized_topics(events=2))
     now = 100.6
-    run(r, encode_tick("s", {0: now, 1: now}, 2), now)  # s starts: slot 99 released
-    run(r, encode_tick("t", {0: now, 1: now}, 2), now)
+    run(r, Tick("s", {0: now, 1: now}, 2).encode(), now)  # s starts: slot 99 released
+    run(r, Tick("t", {0: now, 1: now}, 2).encode(), now)
     before = len(out)
-    run(r, encode_tick("s", {0: now + 86_400, 1: now + 86_400}, 2), now + 0.1)
-    run(r, encode_partial("s", 101, 99, 2, [5, 5]), now + 0.1)
-    run(r, encode_partial("s", 101, 0, 4, [5, 5]), now + 0.1)
+    run(r, Tick("s", {0: now + 86_400, 1: now + 86_400}, 2).encode(), now + 0.1)
+    run(r, Partial("s", 101, 99, 2, [5, 5]).encode(), now + 0.1)
+    run(r, Partial("s", 101, 0, 4, [5, 5]).encode(), now + 0.1)
     assert len(out) == before, "nothing released from the forged messages"
-    run(r, encode_tick("t", {0: now + 1, 1: now + 1}, 2), now + 1)  # t goes on
+    run(r, Tick("t", {0: now + 1, 1: now + 1}, 2).encode(), now + 1)  # t goes on
     released = [msgpack.unpackb(v) for topic, _, v in out[before:] if topic.endswith("releases")]
     assert [(x["stream"], x["slot"]) for x in released] == [("t", 100)]

@@ -20,7 +20,7 @@ from app import metrics
 from app.stream import ingest
 from app.stream.ingest import GAP_S, IngestService, tick_interval
 from app.stream.partitioning import partition_for
-from app.stream.records import decode_internal, unpack
+from app.stream.records import unpack
 from app.stream.topics import load_topics
 
 TWO_LEVELS = [{"name": "strict", "w": 4, "eps": 1.0}, {"name": "loose", "w": 2, "eps": 2.0}]
@@ -120,7 +120,7 @@ def test_no_slot_closes_before_the_level_changes_are_saved(service, fake_kafka):
     (history,) = [v for v in saved if "changes" in v]  # saved once it went through
     assert history["changes"][-1][1] == "loose"
     assert saved[-1] == {"offset": 1}  # then the next preferences offset of partition 0
-    kinds = [decode_internal(v)["kind"] for v in service._producer.values(service.topics.partials)]
+    kinds = [unpack(v)["kind"] for v in service._producer.values(service.topics.partials)]
     assert kinds[0] == "partial" and kinds[-1] == "tick"
 
 
@@ -208,7 +208,7 @@ def test_a_flush_sends_partials_then_ticks_then_commits(
     svc._consumer.positions[tps(svc, 0)[0]] = 3
     before = data_count("accepted")
     flush_at(svc, 120.5)  # slot 10 (100-110) is due at 111; slot 11 is not (121)
-    out = [decode_internal(v) for v in svc._producer.values(topics.partials)]
+    out = [unpack(v) for v in svc._producer.values(topics.partials)]
     assert [(m["kind"], m.get("slot")) for m in out] == [("partial", 10), ("tick", None)]
     assert out[0]["counts"] == [1, 0, 1, 0, 0, 0] and out[0]["partitions"] == total
     assert out[1]["progress"] == {0: 120.5}
@@ -221,7 +221,7 @@ def test_a_flush_that_closes_nothing_sends_ticks_and_commits_nothing(service):
     assign(service, 0)
     flush_at(service, 50.0)  # the first flush of a partition closes only the last closable slot
     flush_at(service, 50.5)
-    kinds = [decode_internal(v)["kind"] for v in service._producer.values(service.topics.partials)]
+    kinds = [unpack(v)["kind"] for v in service._producer.values(service.topics.partials)]
     assert kinds == ["partial", "tick", "tick"]
     assert len(service._consumer.committed) == 1
 

@@ -10,7 +10,7 @@ import pytest
 
 from app.stream import ledger_view
 from app.stream.config import load_settings
-from app.stream.records import encode_partial, encode_tick
+from app.stream.internal import Partial, Tick
 from app.stream.release import LedgerEntry, Releaser
 from tests.stream.agent import sized_topics
 
@@ -43,9 +43,9 @@ def written(tmp_path):
 
     r = Releaser(settings, sized_topics(), ledger, {}, produce, persist, clock=lambda: now[0])
     for raw, at in [
-        (encode_tick("cen", {0: 10.6}, 1), 10.6),
-        (encode_partial("cen", 10, 0, 1, [30, 2, 5, 9]), 11.6),
-        (encode_tick("cen", {0: 15.6}, 1), 15.7),
+        (Tick("cen", {0: 10.6}, 1).encode(), 10.6),
+        (Partial("cen", 10, 0, 1, [30, 2, 5, 9]).encode(), 11.6),
+        (Tick("cen", {0: 15.6}, 1).encode(), 15.7),
     ]:
         now[0] = at
         asyncio.run(r.on_message(raw))

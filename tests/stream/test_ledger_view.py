@@ -6,8 +6,8 @@ import msgpack
 import pytest
 
 from app.dp.local.wire import CollectionRequest, mask_users
+from app.stream.internal import Partial, Tick
 from app.stream.ledger_view import render
-from app.stream.records import encode_partial, encode_tick
 from app.stream.release import LedgerEntry
 from tests.stream.agent import agent, run
 
@@ -31,9 +31,9 @@ def make(settings):
 
 def test_central_view_shows_rule_window_and_recent_releases(settings):
     r, ledger = make(settings)
-    run(r, encode_tick("cen", {0: 10.6}, 1), 10.6)  # first slot: 9
-    run(r, encode_partial("cen", 10, 0, 1, [2, 0]), 11.6)
-    run(r, encode_tick("cen", {0: 13.6}, 1), 13.7)  # slots 11 and 12 closed by progress
+    run(r, Tick("cen", {0: 10.6}, 1).encode(), 10.6)  # first slot: 9
+    run(r, Partial("cen", 10, 0, 1, [2, 0]).encode(), 11.6)
+    run(r, Tick("cen", {0: 13.6}, 1).encode(), 13.7)  # slots 11 and 12 closed by progress
     text = render(settings.stream("cen"), LedgerEntry.decode(ledger["cen"]))
     lines = text.splitlines()
     assert lines[0].startswith("stream cen: ") and len(lines[0]) > len("stream cen: ")
@@ -51,8 +51,8 @@ def test_central_view_shows_rule_window_and_recent_releases(settings):
 def test_local_view_shows_population_window_and_pending_request(settings):
     r, ledger = make(settings)
     stream = settings.stream("loc")
-    run(r, encode_tick("loc", {}, 1), 95.0)
-    run(r, encode_tick("loc", {}, 1), 100.1)  # slot 10, round 1 asked
+    run(r, Tick("loc", {}, 1).encode(), 95.0)
+    run(r, Tick("loc", {}, 1).encode(), 100.1)  # slot 10, round 1 asked
     entry = LedgerEntry.decode(ledger["loc"])
     assert entry.request is not None
     value = msgpack.unpackb(entry.request)
@@ -67,7 +67,7 @@ def test_local_view_shows_population_window_and_pending_request(settings):
     assert f"slot {10:>12}: {cohort} users reported" in text
     # Rounds time out, slots 10 and 11 are released: no pending request, two recent releases.
     for now in (103.5, 105.0, 110.1, 113.5, 115.0):
-        run(r, encode_tick("loc", {}, 1), now)
+        run(r, Tick("loc", {}, 1).encode(), now)
     entry = LedgerEntry.decode(ledger["loc"])
     text = render(stream, entry)
     assert "pending request: none" in text
@@ -82,8 +82,8 @@ def test_local_view_shows_population_window_and_pending_request(settings):
 def test_view_says_what_skip_and_nullified_mean(settings):
     """Issue 23 item 12: the status column's words are explained under the releases."""
     r, ledger = make(settings)
-    run(r, encode_tick("cen", {0: 10.6}, 1), 10.6)
-    run(r, encode_tick("cen", {0: 12.6}, 1), 12.7)
+    run(r, Tick("cen", {0: 10.6}, 1).encode(), 10.6)
+    run(r, Tick("cen", {0: 12.6}, 1).encode(), 12.7)
     text = render(settings.stream("cen"), LedgerEntry.decode(ledger["cen"]))
     legend = text[text.index("status: publish") :]
     assert "skip = " in legend and "nullified = " in legend

@@ -30,8 +30,8 @@ from app.client.fleet import Fleet
 from app.dp.budget import GroupBudget
 from app.dp.local.wire import SITS_OUT, CollectionRequest
 from app.stream.config import load_settings
+from app.stream.internal import PartitionTally, Tick
 from app.stream.local_levels import LevelBook, PreferenceRecord
-from app.stream.records import encode_tally, encode_tick
 from app.stream.tally import ReportCollector
 from tests.stream.agent import Clock, sized_topics
 
@@ -171,7 +171,7 @@ class Pipeline:
     def slot(self, wall: int) -> None:
         """Run wall slot ``wall``: open, answer every round, close."""
         start = wall * SLOT_S
-        self._run(encode_tick("pl", {}, 1), start + 0.1)
+        self._run(Tick("pl", {}, 1).encode(), start + 0.1)
         while True:
             requests = self._new(self.topics.collection_requests)
             if len(requests) == self.seen:
@@ -182,7 +182,7 @@ class Pipeline:
             request = CollectionRequest.from_dict(msg["request"])
             self.offset_of_slot = wall - request.slot
             self._answer(raw, msg, request)
-        self._run(encode_tick("pl", {}, 1), start + 9.9)  # every round timed out at worst
+        self._run(Tick("pl", {}, 1).encode(), start + 9.9)  # every round timed out at worst
 
     def _answer(self, raw: bytes, msg: dict[str, Any], request: CollectionRequest) -> None:
         values = self.rng.integers(0, 3, USERS)
@@ -201,8 +201,8 @@ class Pipeline:
         assert outcomes[("pl", "not_asked")] == 0 and outcomes[("pl", "window_used")] == 0
         for out in self.collector.flush(msg["deadline"]):
             self._run(
-                encode_tally("pl", out.slot, out.rnd, 0, 1, out.support, out.reports,
-                             msg["deadline"] + 0.05),
+                PartitionTally("pl", out.slot, out.rnd, 0, 1, out.support, out.reports,
+                             msg["deadline"] + 0.05).encode(),
                 msg["deadline"] + 0.05,
             )  # fmt: skip
 
@@ -248,7 +248,7 @@ def run_pipeline(
     first = 10
     for _, user, level in [c for c in changes if c[0] < 0]:
         p.choose(user, level, (first - 1) * SLOT_S + 2, None)
-    p._run(encode_tick("pl", {}, 1), (first - 1) * SLOT_S + 5)  # first slot: 10
+    p._run(Tick("pl", {}, 1).encode(), (first - 1) * SLOT_S + 5)  # first slot: 10
     for i in range(slots):
         p.slot(first + i)
         for _, user, level in [c for c in changes if c[0] == i]:

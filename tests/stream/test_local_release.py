@@ -6,7 +6,7 @@ import msgpack
 
 from app.dp.local.wire import CollectionRequest
 from app.stream.config import load_settings
-from app.stream.records import encode_tally, encode_tick
+from app.stream.internal import PartitionTally, Tick
 from tests.stream.agent import agent, sized_topics
 from tests.stream.agent import run as agent_run
 
@@ -53,7 +53,7 @@ def run(r, raw, now=None):
 
 def tick(r, now):
     """A reports-service tick (it carries no progress in local mode) at wall time ``now``."""
-    run(r, encode_tick("loc", {}, 2), now)
+    run(r, Tick("loc", {}, 2).encode(), now)
 
 
 def requests(sent):
@@ -73,7 +73,7 @@ def test_one_release_per_slot_with_rounds_closed_by_tallies_or_deadline(tmp_path
     # Both reports partitions send their tally: the round closes at once.
     for p, support in ((0, [asked // 2, 0]), (1, [asked - asked // 2, 0])):
         n = asked // 2 if p == 0 else asked - asked // 2
-        run(r, encode_tally("loc", cr.slot, cr.round, p, 2, support, [n], 102.2))
+        run(r, PartitionTally("loc", cr.slot, cr.round, p, 2, support, [n], 102.2).encode())
     reqs = requests(sent)
     rels = [msgpack.unpackb(v) for t, v in sent if t == "releases"]
     assert len(reqs) + len(rels) == 2  # a publication round, or the slot released already
@@ -126,7 +126,7 @@ def test_a_round_pending_across_a_restart_waits_for_its_replayed_tallies(tmp_pat
     assert msgpack.unpackb(ledger["loc"])["request"] == first  # still pending
     # The restarted reports service replays the round's reports: their tallies close it.
     for p in (0, 1):
-        run(r2, encode_tally("loc", cr.slot, cr.round, p, 2, [3, 1], [4], 107.2))
+        run(r2, PartitionTally("loc", cr.slot, cr.round, p, 2, [3, 1], [4], 107.2).encode())
     assert msgpack.unpackb(ledger["loc"])["request"] != first
     # Without tallies it still closes, release_timeout_s (1 s) after the restart.
     ledger2, slots2, sent2 = {}, {}, []

@@ -12,21 +12,18 @@ import pytest
 from app.dp.types import Release, WindowSpend
 from app.stream import records
 from app.stream.errors import BadEvent
+from app.stream.internal import Partial, PartitionTally, Tick
 from app.stream.records import (
     MAX_DEAD_LETTER_BYTES,
     REASONS,
     RECENT,
     Domain,
     decode_event,
-    decode_internal,
     decode_preference,
     decode_report,
     encode_dead_letter,
-    encode_partial,
     encode_release,
     encode_request,
-    encode_tally,
-    encode_tick,
     unpack,
 )
 
@@ -99,13 +96,13 @@ def test_a_preference_is_a_level_name_or_none(raw, level):
     assert decode_preference(raw) == level
 
 
-def test_partials_and_ticks_round_trip_through_decode_internal():
-    partial = decode_internal(encode_partial("s", 12, 1, 4, [1, 0, 2]))
+def test_partials_and_ticks_keep_their_wire_keys():
+    partial = unpack(Partial("s", 12, 1, 4, [1, 0, 2]).encode())
     assert partial == {
         "kind": "partial", "stream": "s", "slot": 12, "partition": 1, "partitions": 4,
         "counts": [1, 0, 2],
     }  # fmt: skip
-    tick = decode_internal(encode_tick("s", {3: 120, 0: 119.5}, 4))
+    tick = unpack(Tick("s", {3: 120, 0: 119.5}, 4).encode())
     assert tick == {"kind": "tick", "stream": "s", "progress": {3: 120.0, 0: 119.5},
                     "partitions": 4}  # fmt: skip
     assert all(type(t) is float for t in tick["progress"].values())
@@ -237,7 +234,7 @@ def test_a_bad_report_names_its_reason(raw, reason):
 
 
 def test_a_tally_carries_its_round_and_counts():
-    out = decode_internal(encode_tally("loc", 3, "publication", 1, 2, [4, 5], [9], 31.5))
+    out = unpack(PartitionTally("loc", 3, "publication", 1, 2, [4, 5], [9], 31.5).encode())
     assert out == {"kind": "tally", "stream": "loc", "slot": 3, "round": "publication",
                    "partition": 1, "partitions": 2, "support": [4, 5], "reports": [9],
                    "now": 31.5}  # fmt: skip

@@ -6,7 +6,7 @@ import msgpack
 
 from app import metrics
 from app.stream.config import load_settings
-from app.stream.records import encode_partial, encode_tick
+from app.stream.internal import Partial, Tick
 from app.stream.release import LedgerEntry
 from tests.stream.agent import agent, run
 
@@ -42,14 +42,14 @@ def make(tmp_path, ledger, slots, sent, fail_publish=False):
 
 def tick(r, progress, now):
     """Partition 0 (of 1) is complete up to event time ``progress``."""
-    run(r, encode_tick("s", {0: progress}, 1), now)
+    run(r, Tick("s", {0: progress}, 1).encode(), now)
 
 
 def test_slots_close_in_order_even_without_events(tmp_path):
     ledger, slots, sent = {}, {}, []
     r = make(tmp_path, ledger, slots, sent)
     tick(r, 10.6, 10.6)  # starts at slot 9 (ends 10, due 10.5)
-    run(r, encode_partial("s", 10, 0, 1, [3, 1]), 11.6)
+    run(r, Partial("s", 10, 0, 1, [3, 1]).encode(), 11.6)
     tick(r, 13.6, 13.7)  # slots 11-12 have no events: the progress closes them
     releases = [msgpack.unpackb(v) for t, v in sent if t == "releases"]
     assert [x["slot"] for x in releases] == [9, 10, 11, 12]
@@ -61,7 +61,7 @@ def test_crash_between_record_and_publish_reemits_identical_bytes(tmp_path):
     r = make(tmp_path, ledger, slots, sent, fail_publish=True)
     try:
         tick(r, 10.6, 10.6)  # starts at slot 9
-        run(r, encode_partial("s", 10, 0, 1, [2, 0]), 11.6)
+        run(r, Partial("s", 10, 0, 1, [2, 0]).encode(), 11.6)
     except Boom:
         pass
     entry = LedgerEntry.decode(ledger["s"])
@@ -87,18 +87,18 @@ def test_only_partials_whose_values_are_discarded_are_late(tmp_path):
     r = make(tmp_path, ledger, slots, sent)
     before, before_slots = late_partials(), late_slots()
     tick(r, 10.6, 10.6)  # starts at slot 9
-    run(r, encode_partial("s", 7, 0, 1, [5, 5]), 10.7)  # history from before the start
-    run(r, encode_partial("s", 10, 0, 1, [3, 1]), 11.6)  # slot 10 released with it
-    run(r, encode_partial("s", 9, 0, 1, [0, 0]), 11.7)  # empty: nothing lost
+    run(r, Partial("s", 7, 0, 1, [5, 5]).encode(), 10.7)  # history from before the start
+    run(r, Partial("s", 10, 0, 1, [3, 1]).encode(), 11.6)  # slot 10 released with it
+    run(r, Partial("s", 9, 0, 1, [0, 0]).encode(), 11.7)  # empty: nothing lost
     assert (late_partials(), late_slots()) == (before, before_slots)
     restarted = make(tmp_path, ledger, slots, sent)  # a restart replays the released partial
-    run(restarted, encode_partial("s", 10, 0, 1, [3, 1]), 12.0)
+    run(restarted, Partial("s", 10, 0, 1, [3, 1]).encode(), 12.0)
     assert (late_partials(), late_slots()) == (before, before_slots)
-    run(restarted, encode_partial("s", 10, 0, 1, [4, 1]), 12.1)  # one more value: dropped
-    run(restarted, encode_partial("s", 9, 0, 1, [0, 2]), 12.2)  # slot 9 was released empty
+    run(restarted, Partial("s", 10, 0, 1, [4, 1]).encode(), 12.1)  # one more value: dropped
+    run(restarted, Partial("s", 9, 0, 1, [0, 2]).encode(), 12.2)  # slot 9 was released empty
     assert late_partials() == before + 2
     assert late_slots() == before_slots + 2
-    run(restarted, encode_partial("s", 9, 0, 1, [0, 3]), 12.3)  # the same slot again
+    run(restarted, Partial("s", 9, 0, 1, [0, 3]).encode(), 12.3)  # the same slot again
     assert (late_partials(), late_slots()) == (before + 3, before_slots + 2)
 
 
@@ -109,6 +109,6 @@ def test_a_partial_for_a_partition_the_topic_lacks_is_refused_not_late(tmp_path)
     tick(r, 10.6, 10.6)
     refused = metrics.INTERNAL_REFUSED.labels("s", "partition")._value.get()
     before = late_partials()
-    run(r, encode_partial("s", 9, 3, 1, [1, 0]), 11.0)
+    run(r, Partial("s", 9, 3, 1, [1, 0]).encode(), 11.0)
     assert metrics.INTERNAL_REFUSED.labels("s", "partition")._value.get() == refused + 1
     assert late_partials() == before

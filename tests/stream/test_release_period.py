@@ -10,7 +10,7 @@ from app import metrics
 from app.client.releases import decode_release
 from app.stream.config import load_settings
 from app.stream.errors import ConfigError
-from app.stream.records import encode_partial, encode_tick
+from app.stream.internal import Partial, Tick
 from app.stream.release import LedgerEntry
 from app.tools.releases import format_line
 from tests.stream.agent import agent, run
@@ -50,8 +50,8 @@ def make(tmp_path, ledger, slots, sent, fail_publish=False, yaml=YAML):
 def feed(r, slot):
     """Slot ``slot``'s partial (the only partition's: it closes the slot at ``slot + 1.1``),
     then a tick past its due time."""
-    run(r, encode_partial("p", slot, 0, 1, [slot % 3, 2, slot % 5]), slot + 1.1)
-    run(r, encode_tick("p", {0: slot + 1.6}, 1), slot + 1.6)
+    run(r, Partial("p", slot, 0, 1, [slot % 3, 2, slot % 5]).encode(), slot + 1.1)
+    run(r, Tick("p", {0: slot + 1.6}, 1).encode(), slot + 1.6)
 
 
 def releases(sent):
@@ -59,7 +59,7 @@ def releases(sent):
 
 
 def start(r):
-    run(r, encode_tick("p", {0: 10.6}, 1), 10.6)  # releases nothing yet: slot 9 opens a period
+    run(r, Tick("p", {0: 10.6}, 1).encode(), 10.6)  # releases nothing yet: slot 9 opens a period
 
 
 def test_a_period_is_released_at_its_end_each_slot_once(tmp_path):
@@ -111,7 +111,7 @@ def test_the_period_is_recorded_whole_before_any_slot_is_produced(tmp_path):
     assert releases(sent) == []
     # A restart re-produces the stored bytes first, then goes on with the next period.
     restarted = make(tmp_path, ledger, slots, sent)
-    run(restarted, encode_tick("p", {0: FIRST + W + 0.6}, 1), 30.0)
+    run(restarted, Tick("p", {0: FIRST + W + 0.6}, 1).encode(), 30.0)
     assert [v for t, v in sent if t == "releases"] == stored
     assert LedgerEntry.decode(ledger["p"]).published
 

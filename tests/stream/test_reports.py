@@ -19,7 +19,7 @@ import pytest
 from aiokafka import TopicPartition
 
 from app import metrics
-from app.stream.records import decode_internal, encode_request, unpack
+from app.stream.records import encode_request, unpack
 from app.stream.reports import ReportService, tick_interval
 from app.stream.topics import load_topics
 
@@ -129,7 +129,7 @@ def test_one_turn_counts_reports_then_the_deadline_closes_the_round(service):
     asyncio.run(turn_then_deadline())
     (dead,) = service._producer.values(service.topics.dead_letter)
     assert unpack(dead)["reason"] == "undecodable" and unpack(dead)["offset"] == len(asked)
-    out = [decode_internal(v) for v in service._producer.values(service.topics.partials)]
+    out = [unpack(v) for v in service._producer.values(service.topics.partials)]
     assert [m["kind"] for m in out] == ["tick", "tally", "tick"]
     tally = out[1]
     assert (tally["slot"], tally["round"], tally["partition"]) == (req.slot, req.round, 0)

@@ -12,8 +12,8 @@ import pytest
 from app import metrics
 from app.stream import status
 from app.stream.config import load_settings
+from app.stream.internal import Partial, Tick
 from app.stream.late import LateSlots
-from app.stream.records import encode_partial, encode_tick
 from app.stream.release import LedgerEntry, Releaser
 from tests.stream.agent import sized_topics
 
@@ -54,10 +54,10 @@ def released(tmp_path):
         now[0] = at
         asyncio.run(r.on_message(raw))
 
-    run(encode_tick("web", {0: 10.6}, 1), 10.6)
+    run(Tick("web", {0: 10.6}, 1).encode(), 10.6)
     for slot in range(10, 21):
-        run(encode_partial("web", slot, 0, 1, [40 + slot, 3, 20, 5, 5, 5 + slot % 3]), slot + 0.7)
-        run(encode_tick("web", {0: slot + 1.6}, 1), slot + 1.6)
+        run(Partial("web", slot, 0, 1, [40 + slot, 3, 20, 5, 5, 5 + slot % 3]).encode(), slot + 0.7)
+        run(Tick("web", {0: slot + 1.6}, 1).encode(), slot + 1.6)
     yield ledger, sent
     status.forget()
 

@@ -15,7 +15,8 @@ from app.dp.period import OptStream
 from app.stream.collect import Collector
 from app.stream.config import load_settings, load_streams
 from app.stream.errors import BadEvent, ConfigError
-from app.stream.records import REASONS, Domain, decode_event, encode_partial, encode_tick
+from app.stream.internal import Partial, Tick
+from app.stream.records import REASONS, Domain, decode_event
 from app.stream.release import Releaser
 from tests.stream.agent import sized_topics
 
@@ -261,10 +262,10 @@ def test_the_release_driver_hands_the_merged_float_sums_to_the_mechanism(tmp_pat
         now[0] = t
         asyncio.run(r.on_message(raw))
 
-    run(encode_tick("e", {0: 101.6, 1: 101.6}, 2), 101.6)  # slot 9 (due 101) is the first
+    run(Tick("e", {0: 101.6, 1: 101.6}, 2).encode(), 101.6)  # slot 9 (due 101) is the first
     seen.clear()
-    run(encode_partial("e", 10, 0, 2, [2.5, 0.0, 49.75]), 111.0)
-    run(encode_partial("e", 10, 1, 2, [0.25, 0.5, 0.0]), 111.1)
+    run(Partial("e", 10, 0, 2, [2.5, 0.0, 49.75]).encode(), 111.0)
+    run(Partial("e", 10, 1, 2, [0.25, 0.5, 0.0]).encode(), 111.1)
     assert len(seen) == 1
     assert seen[0].dtype == np.float64
     assert seen[0].tolist() == [[2.75, 0.5, 49.75]]

@@ -15,8 +15,9 @@ from pathlib import Path
 import msgpack
 
 from app.stream.config import StreamConfig, load_streams
+from app.stream.internal import Partial
 from app.stream.partitioning import partition_for
-from app.stream.records import encode_partial, pack
+from app.stream.records import pack
 from app.verify.read import Msg, Snapshot
 
 PARTITIONS = 4
@@ -82,7 +83,7 @@ class Topics:
         self.snap.levels.append(self._msg("levels", p, 0, user.encode(), raw))
 
     def partial(self, slot: int, partition: int, counts: list[int], sent: float) -> None:
-        raw = encode_partial(self.stream.id, slot, partition, PARTITIONS, counts)
+        raw = Partial(self.stream.id, slot, partition, PARTITIONS, counts).encode()
         self.snap.partials.append(self._msg("partials", 0, int(sent * 1000), b"s", raw))
 
     def release(self, slot: int, histogram: list[float], at: float) -> None:

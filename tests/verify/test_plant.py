@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from app.stream.internal import Partial
 from app.stream.partitioning import partition_for
-from app.stream.records import encode_partial
 from app.verify import judge
 from app.verify.report import to_dict, to_text
 from tests.verify.build import CENTRAL, LOCAL, PARTITIONS, Topics, reference_partials, stream_of
@@ -70,9 +70,9 @@ def replace_partial(t: Topics, slot: int, p: int, counts: list[int]) -> None:
 
 
 def _is(m, slot: int, p: int) -> bool:
-    from app.stream.records import decode_internal
+    from app.stream.records import unpack
 
-    rec = decode_internal(m.value)
+    rec = unpack(m.value)
     return rec["slot"] == slot and rec["partition"] == p
 
 
@@ -97,7 +97,7 @@ def test_partials_the_release_agent_refuses_are_skipped_and_counted(tmp_path: Pa
     """A forged partial for a partition the topic lacks, or for a slot far ahead of its own
     time, never reached a release (app/stream/release/guard.py): not a violation, but said."""
     t, _ = central(tmp_path)
-    forged = encode_partial(t.stream.id, 104, 99, PARTITIONS, [9] * 6)
+    forged = Partial(t.stream.id, 104, 99, PARTITIONS, [9] * 6).encode()
     t.snap.partials.insert(0, t._msg("partials", 0, 1_000, b"s", forged))
     t.partial(104, 0, [9] * 6, sent=104 * t.stream.slot_s - 3600.0)  # an hour early
     verdict = judge(t.stream, t.snap)

@@ -111,7 +111,7 @@ def test_one_planted_defect_is_found(tmp_path: Path, evs, prefs, data):
 
 
 def _key(msg) -> tuple[int, int]:
-    from app.stream.records import decode_internal
+    from app.stream.records import unpack
 
-    rec = decode_internal(msg.value)
+    rec = unpack(msg.value)
     return rec["slot"], rec["partition"]

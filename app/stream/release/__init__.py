@@ -24,9 +24,9 @@ from collections.abc import Callable, MutableMapping
 
 from app.stream.config import Settings
 from app.stream.errors import ConfigError
+from app.stream.internal import InternalError, decode
 from app.stream.late import LateSlots
 from app.stream.local_levels import ReadPreferences
-from app.stream.records import decode_internal
 from app.stream.release.central import CentralDriver
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.guard import Guard
@@ -73,8 +73,13 @@ class Releaser:
 
     async def on_message(self, raw: bytes) -> None:
         """Handle one ``partials`` value (a partial, a tally or a tick)."""
-        msg = decode_internal(raw)
-        sid = str(msg.get("stream"))
+        try:
+            msg = decode(raw)
+        except InternalError as exc:
+            log.error("internal message refused: %s", exc)
+            self.guard.refuse("", "malformed", None, self.clock())
+            return
+        sid = msg.stream
         try:
             stream = self.settings.stream(sid)
         except ConfigError:  # a stream removed from the config: nothing to do

@@ -47,6 +47,14 @@ import numpy as np
 
 from app import metrics
 from app.stream.config import StreamConfig
+from app.stream.internal import (
+    Internal,
+    OpenSlot,
+    Partial,
+    Tick,
+    decode_open_slots,
+    encode_open_slots,
+)
 from app.stream.late import LateSlots
 from app.stream.records import pack, unpack
 from app.stream.release.entry import LedgerEntry
@@ -84,7 +92,7 @@ class CentralDriver:
         self._heard: dict[str, dict[int, float]] = {}
         self._progress: dict[str, dict[int, float]] = {}
 
-    async def on_message(self, stream: StreamConfig, msg: dict[str, Any]) -> None:
+    async def on_message(self, stream: StreamConfig, msg: Internal) -> None:
         """Handle one ``partials`` value of a central stream, then release what is complete."""
         sid, now = stream.id, self.clock()
         last = self._last_message.get(sid)
@@ -96,16 +104,16 @@ class CentralDriver:
             await self.pub.recover(stream, entry)
         heard = self._heard.setdefault(sid, {})
         progress = self._progress.setdefault(sid, {})
-        if msg.get("kind") == "tick":
-            for p, t in msg["progress"].items():
-                heard[int(p)] = now
-                progress[int(p)] = max(progress.get(int(p), -math.inf), float(t))
-        first = int(msg["slot"]) if msg.get("kind") == "partial" else None
+        if isinstance(msg, Tick):
+            for p, t in msg.progress.items():
+                heard[p] = now
+                progress[p] = max(progress.get(p, -math.inf), t)
+        first = msg.slot if isinstance(msg, Partial) else None
         next_slot = self._next_slot(stream, entry, now, first)
-        if msg.get("kind") == "partial":
-            heard[int(msg["partition"])] = now
+        if isinstance(msg, Partial):
+            heard[msg.partition] = now
             self._merge(stream, msg, next_slot)
-        partitions = int(msg.get("partitions", 1))
+        partitions = msg.partitions
         if len(progress) >= partitions:
             metrics.WATERMARK.labels(sid).set(min(progress.values()))
         await self._close_due(stream, partitions, now)
@@ -133,12 +141,11 @@ class CentralDriver:
                 self.start_slot[stream.id] = stream.slots.last_closable(clock)
         return self.start_slot[stream.id]
 
-    def _open(self, sid: str) -> dict[int, dict[str, Any]]:
-        raw = self.slots.get(sid)
-        return {int(k): v for k, v in unpack(raw).items()} if raw is not None else {}
+    def _open(self, sid: str) -> dict[int, OpenSlot]:
+        return decode_open_slots(self.slots.get(sid))
 
-    def _merge(self, stream: StreamConfig, msg: dict[str, Any], next_slot: int) -> None:
-        slot, part, counts = int(msg["slot"]), int(msg["partition"]), msg["counts"]
+    def _merge(self, stream: StreamConfig, msg: Partial, next_slot: int) -> None:
+        slot, part, counts = msg.slot, msg.partition, msg.counts
         if slot < next_slot:
             if self._discards(stream, slot, part, counts):
                 metrics.LATE_PARTIALS.labels(stream.id).inc()
@@ -150,13 +157,11 @@ class CentralDriver:
             log.error("partial with wrong shape stream=%s slot=%d", stream.id, slot)
             return
         open_slots = self._open(stream.id)
-        cur = open_slots.setdefault(slot, {"counts": [0] * len(counts), "parts": []})
-        if part in cur["parts"]:
+        cur = open_slots.get(slot) or OpenSlot([0] * len(counts))
+        if part in cur.parts:
             return  # a replayed partial: the first one per (slot, partition) wins
-        cur["counts"] = [a + b for a, b in zip(cur["counts"], counts, strict=True)]
-        cur["parts"].append(part)
-        cur.setdefault("digests", {})[str(part)] = _digest(counts)
-        self.slots[stream.id] = pack(open_slots)
+        open_slots[slot] = cur.merge(part, counts, _digest(counts))
+        self.slots[stream.id] = encode_open_slots(open_slots)
 
     def _merged(self, sid: str) -> dict[int, dict[str, int]]:
         raw = self.slots.get(sid + MERGED_SUFFIX)
@@ -178,7 +183,7 @@ class CentralDriver:
     def _missing(self, stream: StreamConfig, slot: int, partitions: int) -> list[int]:
         """Partitions that neither sent ``slot``'s partial nor passed its due time."""
         cur = self._open(stream.id).get(slot)
-        sent = set(cur["parts"]) if cur is not None else set()
+        sent = set(cur.parts) if cur is not None else set()
         progress = self._progress.get(stream.id, {})
         due = stream.slots.due(slot)
         return [
@@ -223,7 +228,7 @@ class CentralDriver:
         counts = (
             np.zeros(shape, dtype=dtype)
             if cur is None
-            else np.asarray(cur["counts"], dtype=dtype).reshape(shape)
+            else np.asarray(cur.counts, dtype=dtype).reshape(shape)
         )
         started = time.perf_counter()
         population = [lv.population for lv in stream.levels]  # public: never the slot's counts
@@ -235,13 +240,13 @@ class CentralDriver:
             metrics.SLOT_CLOSE_LAG.labels(sid).observe(max(0.0, lag))
 
         merged = self._merged(sid)
-        merged[slot] = dict(cur.get("digests", {})) if cur is not None else {}
+        merged[slot] = dict(cur.digests) if cur is not None else {}
         for old in sorted(merged)[:-MERGED_KEEP]:
             del merged[old]
 
         def leave_open_set() -> None:  # part of step 2, right after the ledger entry
             if cur is not None:
-                self.slots[sid] = pack(open_slots)
+                self.slots[sid] = encode_open_slots(open_slots)
             self.slots[sid + MERGED_SUFFIX] = pack(merged)
 
         placed = self._placed(slot, mech, out)

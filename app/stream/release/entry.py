@@ -6,7 +6,8 @@ One entry per stream, rewritten at every step of the slot release protocol
 - ``state``: the mechanism's state envelope (``Mechanism.state_dict()``), which refuses to load
   into a mechanism built with other parameters;
 - ``next_slot``: the first slot not released yet;
-- ``outbox``: the encoded records of the last step, ``(topic role, value)`` pairs in the order
+- ``outbox``: the encoded records of the last step, ``(topic role, value)`` pairs (roles of
+  ``topics/``: ``releases``, ``audit``, ``collection-requests``) in the order
   they are produced (a release and its audit record; a period mechanism may add several
   releases at once); ``published`` says whether the broker acknowledged all of them;
 - ``recent``: the last releases, for ``dpstream ledger show``;
@@ -25,9 +26,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from app.stream.records import pack, unpack
-
-ROLES = ("releases", "audit", "collection-requests")
-"""Topic roles an outbox may name (:class:`~app.stream.topics.Topics` resolves them)."""
 
 
 @dataclass

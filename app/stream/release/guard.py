@@ -13,18 +13,18 @@ against what the agent knows independently of the message:
   :meth:`~app.stream.slots.SlotClock.horizon`) is refused (``future``). The collect stage never
   sends one: its progress is bounded by the same horizon.
 
-A refused message is dropped whole, counted in ``dpstream_internal_refused_total``, logged, and
-named by ``/readyz`` for :data:`SHOW_S` seconds (:meth:`Guard.reasons`): it is a fault or an
-attack, and an operator must look.
+A message that does not decode (:class:`~app.stream.internal.InternalError`) is refused as
+``malformed``. A refused message is dropped whole, counted in
+``dpstream_internal_refused_total``, logged, and named by ``/readyz`` for :data:`SHOW_S` seconds
+(:meth:`Guard.reasons`): it is a fault or an attack, and an operator must look.
 
 >>> from app.stream.slots import SlotClock
 >>> g = Guard()
 >>> clock = SlotClock(slot_s=1.0)
->>> g.refusal(clock, "central", {"kind": "tick", "partitions": 4, "progress": {0: 99.0}}, 4, 100.0)
->>> g.refusal(clock, "central", {"kind": "tick", "partitions": 4, "progress": {0: 9e9}}, 4, 100.0)
+>>> g.refusal(clock, "central", Tick("s", {0: 99.0}, 4), 4, 100.0)
+>>> g.refusal(clock, "central", Tick("s", {0: 9e9}, 4), 4, 100.0)
 'future'
->>> g.refusal(clock, "central", {"kind": "partial", "partitions": 4, "partition": 99, "slot": 5},
-...           4, 100.0)
+>>> g.refusal(clock, "central", Partial("s", 5, 99, 4, [1]), 4, 100.0)
 'partition'
 """
 
@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
 
 from app import metrics
+from app.stream.internal import Internal, Partial, Tick
 from app.stream.slots import SlotClock
 
 log = logging.getLogger(__name__)
@@ -51,35 +51,33 @@ class Guard:
         """Per stream, the wall time and reason of its last refusal."""
 
     def refusal(
-        self, clock: SlotClock, mode: str, msg: dict[str, Any], partitions: int, now: float
+        self, clock: SlotClock, mode: str, msg: Internal, partitions: int, now: float
     ) -> str | None:
         """Why ``msg`` must be refused (None: it may be handled). ``mode``: ``central`` or
         ``local``; ``partitions``: the source topic's partition count."""
-        if msg.get("partitions") != partitions:
+        if msg.partitions != partitions:
             return "partition"
-        claimed: list[Any] = []
-        if "partition" in msg:
-            claimed.append(msg["partition"])
-        progress = msg.get("progress") or {}
-        claimed.extend(progress)
-        if not all(isinstance(p, int) and 0 <= p < partitions for p in claimed):
+        claimed = list(msg.progress) if isinstance(msg, Tick) else [msg.partition]
+        if not all(0 <= p < partitions for p in claimed):
             return "partition"
         horizon = clock.horizon(now)
-        if any(not _finite_before(t, horizon) for t in progress.values()):
+        if isinstance(msg, Tick) and not all(
+            math.isfinite(t) and t <= horizon for t in msg.progress.values()
+        ):
             return "future"
-        if mode == "central" and msg.get("kind") == "partial":
-            slot = msg.get("slot")
-            if not isinstance(slot, int) or clock.due(slot) > horizon:
-                return "future"
+        if mode == "central" and isinstance(msg, Partial) and clock.due(msg.slot) > horizon:
+            return "future"
         return None
 
-    def refuse(self, stream: str, reason: str, msg: dict[str, Any], now: float) -> None:
-        """Count and log a refusal of ``msg`` (never its counts: they are exact data)."""
+    def refuse(self, stream: str, reason: str, msg: Internal | None, now: float) -> None:
+        """Count and log a refusal of ``msg`` (None: it did not decode); never its counts,
+        they are exact data."""
         metrics.INTERNAL_REFUSED.labels(stream, reason).inc()
         self.last[stream] = (now, reason)
         log.error(
             "internal message refused stream=%s kind=%s reason=%s partition=%s slot=%s",
-            stream, msg.get("kind"), reason, msg.get("partition"), msg.get("slot"),
+            stream, type(msg).__name__ if msg else None, reason,
+            getattr(msg, "partition", None), getattr(msg, "slot", None),
         )  # fmt: skip
 
     def reasons(self, now: float) -> list[str]:
@@ -89,7 +87,3 @@ class Guard:
             for sid, (at, reason) in sorted(self.last.items())
             if now - at <= SHOW_S
         ]
-
-
-def _finite_before(t: Any, horizon: float) -> bool:
-    return isinstance(t, int | float) and math.isfinite(t) and t <= horizon

@@ -47,8 +47,15 @@ from app.dp.errors import DPError
 from app.dp.local.pldp import PLDPMechanism
 from app.dp.local.wire import CollectionRequest, Tally, mask_users
 from app.stream.config import StreamConfig
+from app.stream.internal import (
+    Internal,
+    OpenRound,
+    PartitionTally,
+    decode_open_round,
+    encode_open_round,
+)
 from app.stream.local_levels import LevelBook, ReadPreferences
-from app.stream.records import encode_request, pack, unpack
+from app.stream.records import encode_request, unpack
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import Publisher
 
@@ -76,7 +83,7 @@ class LocalDriver:
         """Per stream, the clock at this process's first message (see :meth:`_round_due`)."""
 
     # -- entry point ----------------------------------------------------------------------------
-    async def on_message(self, stream: StreamConfig, msg: dict[str, Any]) -> None:
+    async def on_message(self, stream: StreamConfig, msg: Internal) -> None:
         """Handle one ``partials`` value of a local stream (a tally or a tick)."""
         now = self.clock()
         self.woke.setdefault(stream.id, now)
@@ -85,7 +92,7 @@ class LocalDriver:
             await self.pub.recover(stream, entry)
             if entry.request is not None and not entry.sent:
                 await self._send_request(stream, entry)
-        if msg.get("kind") == "tally":
+        if isinstance(msg, PartitionTally):
             self._merge(stream, entry, msg)
         await self.run_slot(stream, now)
 
@@ -95,27 +102,27 @@ class LocalDriver:
             return None
         return CollectionRequest.from_dict(unpack(entry.request)["request"])
 
-    def _merge(self, stream: StreamConfig, entry: LedgerEntry | None, msg: dict[str, Any]) -> None:
+    def _merge(
+        self, stream: StreamConfig, entry: LedgerEntry | None, msg: PartitionTally
+    ) -> None:
         pending = self._pending(entry)
-        slot, rnd, part = int(msg["slot"]), str(msg["round"]), int(msg["partition"])
+        slot, rnd = msg.slot, msg.round
         if pending is None or (pending.slot, pending.round) != (slot, rnd):
             return  # a replayed tally of a closed round, or one that came after its timeout
-        support, reports = msg["support"], msg["reports"]
         m = len(pending.oracle)
-        if len(support) != m * stream.d or len(reports) != m:
+        if len(msg.support) != m * stream.d or len(msg.reports) != m:
             log.error("tally with wrong shape stream=%s slot=%d round=%s", stream.id, slot, rnd)
             return
-        raw = self.slots.get(stream.id)
-        cur = unpack(raw) if raw is not None else None
-        if cur is None or (cur["slot"], cur["round"]) != (slot, rnd):
-            cur = {"slot": slot, "round": rnd, "support": [0] * len(support),
-                   "reports": [0] * m, "parts": [], "of": int(msg["partitions"])}  # fmt: skip
-        if part in cur["parts"]:
+        cur = self._round(stream.id)
+        if cur is None or (cur.slot, cur.round) != (slot, rnd):
+            cur = OpenRound(slot, rnd, [0] * len(msg.support), [0] * m, msg.partitions)
+        if msg.partition in cur.parts:
             return  # the first tally per (round, partition) wins
-        cur["support"] = [a + b for a, b in zip(cur["support"], support, strict=True)]
-        cur["reports"] = [a + b for a, b in zip(cur["reports"], reports, strict=True)]
-        cur["parts"].append(part)
-        self.slots[stream.id] = pack(cur)
+        self.slots[stream.id] = encode_open_round(cur.merge(msg))
+
+    def _round(self, sid: str) -> OpenRound | None:
+        """The round whose tallies are being merged (the ``slots`` table)."""
+        return decode_open_round(self.slots.get(sid))
 
     # -- the protocol -------------------------------------------------------------------------
     async def run_slot(self, stream: StreamConfig, now: float) -> None:
@@ -224,24 +231,22 @@ class LocalDriver:
         service to replay its reports (durable in ``reports``, already spent on the devices)
         instead of closing at once with zeros.
         """
-        raw = self.slots.get(stream.id)
-        cur = unpack(raw) if raw is not None else None
-        complete = cur is not None and len(cur["parts"]) >= cur["of"]
+        cur = self._round(stream.id)
+        complete = cur is not None and len(cur.parts) >= cur.of
         since = max(entry.deadline, self.woke.get(stream.id, 0.0))
         return complete or now >= since + stream.release_timeout_s
 
     def _tally(self, stream: StreamConfig, pending: CollectionRequest) -> Tally:
         m = len(pending.oracle)
-        raw = self.slots.get(stream.id)
-        cur = unpack(raw) if raw is not None else None
-        if cur is None or (cur["slot"], cur["round"]) != (pending.slot, pending.round):
+        cur = self._round(stream.id)
+        if cur is None or (cur.slot, cur.round) != (pending.slot, pending.round):
             support, reports = [0] * (m * stream.d), [0] * m
         else:
-            support, reports = cur["support"], cur["reports"]
-            if len(cur["parts"]) < cur["of"]:
+            support, reports = cur.support, cur.reports
+            if len(cur.parts) < cur.of:
                 log.warning("round timed out stream=%s slot=%d round=%s partitions=%d/%d",
-                            stream.id, pending.slot, pending.round, len(cur["parts"]),
-                            cur["of"])  # fmt: skip
+                            stream.id, pending.slot, pending.round, len(cur.parts),
+                            cur.of)  # fmt: skip
         return Tally(pending.slot, pending.round,
                      np.asarray(support, dtype=np.int64).reshape(m, stream.d),
                      np.asarray(reports, dtype=np.int64))  # fmt: skip

@@ -208,11 +208,7 @@ class Publisher:
             self.report(stream, self.mechanism(stream, entry), entry)
 
     def _topic(self, role: str) -> str:
-        return {
-            "releases": self.topics.releases,
-            "audit": self.topics.audit,
-            "collection-requests": self.topics.collection_requests,
-        }[role]
+        return self.topics.name(role)
 
     # -- gauges -------------------------------------------------------------------------------
     def report(self, stream: StreamConfig, mech: Mechanism, entry: LedgerEntry) -> None:
