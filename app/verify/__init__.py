@@ -16,6 +16,16 @@ Data flows read -> account (or local) -> verdict -> report.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["judge", "verify"]
 
-from app.verify.run import judge, verify
+
+def __getattr__(name: str) -> Any:
+    """``judge`` and ``verify`` from :mod:`app.verify.run`, imported on first use: the CLI
+    builds its parser from :mod:`app.verify.cli` without loading numpy."""
+    if name in __all__:
+        from app.verify import run
+
+        return getattr(run, name)
+    raise AttributeError(name)
