@@ -248,6 +248,7 @@ def _replay_central(args: argparse.Namespace) -> tuple[Any, Any]:
     import numpy as np
 
     from app.bench.synthetic import group_counts
+    from app.dp.interfaces import as_slotted
     from app.dp.registry import create
     from app.dp.types import Group
 
@@ -255,7 +256,7 @@ def _replay_central(args: argparse.Namespace) -> tuple[Any, Any]:
     rng = np.random.default_rng(args.seed)
     sizes = [args.users // 2] * 2  # users per group: the public population OBS takes
     counts = group_counts(args.stream, args.slots, sizes, rng)
-    mech = create(args.mechanism, d=2, groups=groups)
+    mech = as_slotted(create(args.mechanism, d=2, groups=groups))
     print(f"{mech.name}: {mech.describe()}")
     print(f"stream {args.stream}, {args.users} users, groups {groups}")
     released = []

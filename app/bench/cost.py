@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.bench.replay import group_counts, group_sizes
+from app.dp.interfaces import as_slotted
 from app.dp.registry import create, names
 from app.dp.types import Group
 
@@ -100,7 +101,7 @@ def _time_steps(
     name: str, d: int, m: int, n: int, counts: npt.NDArray[np.int64], seed: int
 ) -> float:
     """Seconds per ``step`` of a fresh mechanism over the slots of ``counts`` (``n`` users)."""
-    mech = create(name, d=d, groups=groups_for(m))
+    mech = as_slotted(create(name, d=d, groups=groups_for(m)))
     population = group_sizes(user_groups(n, m), m)
     rng = np.random.default_rng(seed)
     began = time.perf_counter()
@@ -275,7 +276,7 @@ def tdrive_replay(
     groups = groups_for(m)
     rows: list[dict[str, Any]] = []
     for name in names("central") if mechanisms is None else mechanisms:
-        mech = create(name, d=ds.d, groups=groups)
+        mech = as_slotted(create(name, d=ds.d, groups=groups))
         rng = np.random.default_rng(seed)
         fresh = 0
         began = time.perf_counter()

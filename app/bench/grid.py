@@ -49,6 +49,7 @@ from app.bench import measures
 from app.bench.datasets import LOADERS, load
 from app.bench.replay import group_counts, group_sizes
 from app.bench.simulate import run_local
+from app.dp.interfaces import as_slotted
 from app.dp.registry import create, get
 from app.dp.types import Group
 
@@ -148,7 +149,7 @@ def run_task(
         counts[:, g if personalized else 0] += type_counts[:, k]
         population[g if personalized else 0] += type_users[k]
     groups = list(task.groups) if personalized else [Group(task.w, task.eps)]
-    mech = create(task.mechanism, d=type_counts.shape[2], groups=groups)
+    mech = as_slotted(create(task.mechanism, d=type_counts.shape[2], groups=groups))
     rng = np.random.default_rng([task.seed, 7919])
     start = time.perf_counter()
     releases = [mech.step(c, rng, population) for c in counts]

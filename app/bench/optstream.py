@@ -56,6 +56,7 @@ from tqdm import tqdm
 from app.bench.datasets.base import data_root
 from app.bench.optstream_plots import plot_optstream
 from app.bench.optstream_tdrive import tdrive_regions
+from app.dp.interfaces import as_period
 from app.dp.registry import create
 from app.dp.types import Group
 
@@ -173,7 +174,7 @@ def released(
 ) -> np.ndarray:
     """One run's release of one region's series ``x`` (slots,), slot by slot; counts
     (``alpha`` None) are ``x`` rounded."""
-    m = create(name, d=1, groups=[Group(W, eps)], alpha=alpha, **params)
+    m = as_period(create(name, d=1, groups=[Group(W, eps)], alpha=alpha, **params))
     rng = np.random.default_rng(seed)
     out = np.empty(len(x))
     for v in x.reshape(-1, 1, 1):
@@ -291,13 +292,13 @@ def hierarchy(
                 for seed in range(trials):
                     errs: dict[tuple[str, str], float] = {}
                     for hier_label, calibration in hiers.items():
-                        hier = create(
+                        hier = as_period(create(
                             "optstream_h",
                             d=x.shape[1],
                             groups=[Group(W, 1.0)],
                             alpha=alpha,
                             **{**calibration, "k": k, "strict": strict},
-                        )
+                        ))
                         rng = np.random.default_rng(seed)
                         out = np.array([r.histogram for v in x for r in hier.step([v], rng)])
                         nat = float(np.abs(out.sum(axis=1) - national).mean())

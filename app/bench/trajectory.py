@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from app.bench.datasets.base import data_root
 from app.dp.graph import Graph
+from app.dp.interfaces import as_slotted
 from app.dp.registry import create
 from app.dp.types import Group
 
@@ -139,7 +140,7 @@ def run_one(
         params["page_groups"] = data.page_groups
     if name in ("str", "rescuedp"):
         params["process_var"] = data.process_var
-    m = create(name, **params)
+    m = as_slotted(create(name, **params))
     rng = np.random.default_rng(seed)
     users = [data.slot_users]
     out = np.array([m.step(c[None, :], rng, users).histogram for c in data.counts])

@@ -57,6 +57,8 @@ def get(name: str) -> type[Mechanism]:
         raise ParameterError(f"mechanism must be one of {names()}, got {name!r}") from None
 
 
-def create(name: str, **params: Any) -> Any:
-    """Build the mechanism ``name`` from its parameters (see each class for them)."""
+def create(name: str, **params: Any) -> Mechanism:
+    """Build the mechanism ``name`` from its parameters (see each class for them); narrow it
+    to the interface a caller drives with :mod:`app.dp.interfaces` (``as_slotted``,
+    ``as_period``, ``as_round``)."""
     return get(name)(**params)

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from app.dp import validate
 from app.dp.budget import WindowLedger
 from app.dp.errors import ParameterError
-from app.dp.mechanism import Mechanism
+from app.dp.interfaces import SlotStepped
 from app.dp.noise import check_kind
 from app.dp.types import FloatArray, Group, IntArray, Release, Status, WindowSpend
 
@@ -40,7 +40,7 @@ class Outcome:
     pub: list[int]
 
 
-class CentralMechanism(Mechanism):
+class CentralMechanism(SlotStepped):
     """Base of the central mechanisms; see the module docstring."""
 
     kind = "central"
@@ -76,7 +76,7 @@ class CentralMechanism(Mechanism):
         self,
         counts: npt.ArrayLike,
         rng: np.random.Generator,
-        population: Sequence[int] | None = None,
+        population: Sequence[int] | IntArray | None = None,
     ) -> Release:
         """Release one slot.
 

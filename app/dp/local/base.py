@@ -45,6 +45,7 @@ import numpy as np
 from app.dp import validate
 from app.dp.budget import WindowLedger, exact
 from app.dp.errors import DPError, ParameterError
+from app.dp.interfaces import RoundDriven
 from app.dp.local.population import (
     MAX_BUCKETS,
     Population,
@@ -89,7 +90,7 @@ class _Open:
     histogram: FloatArray | None = None
 
 
-class LocalMechanism(Mechanism):
+class LocalMechanism(RoundDriven):
     """Base of the local mechanisms; see the module docstring for the protocol."""
 
     kind = "local"
@@ -159,6 +160,28 @@ class LocalMechanism(Mechanism):
                 spent = self.ledger.spent(g)
             out.append(WindowSpend(group.w, group.eps, spent))
         return out
+
+    # -- what the service asks ----------------------------------------------------------------
+
+    def report_windows(self) -> tuple[IntArray, IntArray]:
+        """Per group, ``(w_k, s_k)``: at most ``s_k`` reports in any ``w_k`` slots. A mechanism
+        that is not personalized runs every user at the strictest level it was built for: one
+        report in ``max(w)`` slots (:meth:`for_stream` builds it at the stream's ``max w``).
+
+        >>> from app.dp.local import PLBU
+        >>> from app.dp.types import Group
+        >>> w, s = PLBU(d=3, groups=[Group(5, 1.0), Group(2, 0.5)], users=[4, 4]).report_windows()
+        >>> w.tolist(), s.tolist()
+        ([5, 5], [1, 1])
+        """
+        groups = len(self.group_users)
+        return np.full(groups, self.w, dtype=np.int64), np.ones(groups, dtype=np.int64)
+
+    def available_users(self) -> int | None:
+        """Population division: users the population ledger lets report now; else None."""
+        if not self.population_division:
+            return None
+        return self.population.available_users(self.population.t)
 
     # -- the slot protocol ------------------------------------------------------------------
 

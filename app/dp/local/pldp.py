@@ -40,6 +40,7 @@ import numpy.typing as npt
 from app.dp import validate
 from app.dp.budget import GroupBudget
 from app.dp.errors import ParameterError
+from app.dp.interfaces import LevelUse
 from app.dp.local.base import Ask, LocalMechanism, ProtocolError, check_buckets, check_users
 from app.dp.local.ops import SPLIT_RULES, OPSResult, SplitRule, ops
 from app.dp.local.personal_population import PersonalPopulation
@@ -171,6 +172,22 @@ class PLDPMechanism(LocalMechanism):
         if self._open is not None:
             raise ProtocolError("levels change only between slots")
         self.population.assign(levels)
+
+    def takes_levels(self) -> bool:
+        """Yes: every user's level arrives before each slot (:meth:`assign`)."""
+        return True
+
+    def report_windows(self) -> tuple[IntArray, IntArray]:
+        """Per level ``k``, ``(w_k, s_k)``: every user is held to its own level's window and to
+        its ``shares`` (OPS's split of ``eps_k``; 1 without OPS)."""
+        w = np.array([g.w for g in self.groups], dtype=np.int64)
+        return w, np.array(self.shares, dtype=np.int64)
+
+    def level_use(self) -> LevelUse:
+        """Users per level and those available at the population ledger's slot."""
+        pop = self.population
+        totals, free = pop.level_use(pop.t)
+        return LevelUse(totals.tolist(), free.tolist(), pop.sitting_out())
 
     def _level_vector(self) -> bytes:
         return self.population.assignment.tobytes()

@@ -70,12 +70,12 @@ import numpy.typing as npt
 from app.dp import validate
 from app.dp.budget import WindowLedger
 from app.dp.errors import ParameterError
-from app.dp.mechanism import Mechanism
+from app.dp.interfaces import PeriodStepped
 from app.dp.noise import SAFE_NOISE, NoiseKind, check_kind
-from app.dp.types import FloatArray, Group, Release, WindowSpend
+from app.dp.types import FloatArray, Group, IntArray, Release, WindowSpend
 
 
-class PeriodMechanism(Mechanism):
+class PeriodMechanism(PeriodStepped):
     """Base of the period mechanisms; see the module docstring."""
 
     kind = "period"
@@ -183,7 +183,7 @@ class PeriodMechanism(Mechanism):
         self,
         counts: npt.ArrayLike,
         rng: np.random.Generator,
-        population: Sequence[int] | None = None,
+        population: Sequence[int] | IntArray | None = None,
     ) -> list[Release]:
         """Take one slot; return the releases that became known at it (slot order).
 

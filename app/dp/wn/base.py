@@ -26,7 +26,7 @@ from app.dp import validate
 from app.dp.budget import exact
 from app.dp.errors import ParameterError
 from app.dp.graph import Graph
-from app.dp.mechanism import Mechanism
+from app.dp.interfaces import SlotStepped
 from app.dp.noise import NoiseKind, check_kind
 from app.dp.types import FloatArray, Group, IntArray, Release, WindowSpend
 from app.dp.wn.ledger import GraphLedger, Units
@@ -91,7 +91,7 @@ class Spending:
     pub: Units
 
 
-class GraphMechanism(Mechanism):
+class GraphMechanism(SlotStepped):
     """Base of the (w,n) mechanisms; see the module docstring."""
 
     kind = "graph"
@@ -176,7 +176,7 @@ class GraphMechanism(Mechanism):
         self,
         counts: npt.ArrayLike,
         rng: np.random.Generator,
-        population: Sequence[int] | None = None,
+        population: Sequence[int] | IntArray | None = None,
     ) -> GraphRelease:
         """Release one slot from the ``(groups, d)`` true counts (not modified).
 
