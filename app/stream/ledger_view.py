@@ -13,8 +13,9 @@ import sys
 import time
 from typing import Any
 
-from app.dp.local.pldp import PLDPMechanism
+from app.dp.interfaces import as_round
 from app.dp.local.wire import CollectionRequest, mask_users
+from app.dp.mechanism import Mechanism
 from app.stream.budget_view import budget_json, utc
 from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config
@@ -180,16 +181,15 @@ def wn_line(stream: StreamConfig, mechanism: Any) -> str:
     )
 
 
-def level_rows(stream: StreamConfig, mechanism: Any) -> list[dict[str, Any]]:
+def level_rows(stream: StreamConfig, mechanism: Mechanism) -> list[dict[str, Any]]:
     """Per level of a personalized local stream, its users and those available now (none for
     other streams); the levels are public, as the requests name them."""
-    if not isinstance(mechanism, PLDPMechanism):
+    use = as_round(mechanism).level_use() if stream.local else None
+    if use is None:
         return []
-    pop = mechanism.population
-    totals, free = pop.level_use(pop.t)
     return [
-        {"level": lv.name, "w": lv.w, "eps": lv.eps, "users": int(n), "available": int(a)}
-        for lv, n, a in zip(stream.levels, totals, free, strict=True)
+        {"level": lv.name, "w": lv.w, "eps": lv.eps, "users": n, "available": a}
+        for lv, n, a in zip(stream.levels, use.users, use.available, strict=True)
     ]
 
 
@@ -209,8 +209,8 @@ def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> li
                 f"{'':>4}level {row['level']} (w={row['w']}, eps={row['eps']:g}): "
                 f"{row['users']} users, available {row['available']}"
             )
-        if isinstance(mechanism, PLDPMechanism):
-            lines.append(f"{'':>4}sitting out a change of level: {pop.sitting_out()} users")
+        if (use := as_round(mechanism).level_use()) is not None:
+            lines.append(f"{'':>4}sitting out a change of level: {use.sitting_out} users")
         for k in range(min(pop.w, pop.t)):  # the slots of the current window, newest first
             used = int(pop.sizes[pop.age == k].sum())
             lines.append(f"{'':>4}slot {offset + pop.t - k:>12}: {used} users reported")

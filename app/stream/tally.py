@@ -67,24 +67,6 @@ KEEP_ROUNDS = 6
 NEVER = np.iinfo(np.int32).min // 2
 
 
-def level_windows(
-    mech: Any, stream: StreamConfig
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Per requirement group, ``(w_k, s_k)``: at most ``s_k`` reports in any ``w_k`` slots.
-
-    A personalized mechanism (``personalized``) holds every user to its own level's ``w_k``
-    and to its ``shares`` (OPS's split of ``eps_k``; 1 without OPS); any other one runs every
-    user at the strictest level: one report in ``max(w)`` slots.
-    """
-    groups = len(mech.group_users)
-    if getattr(mech, "personalized", False):
-        w = [g.w for g in mech.groups]
-        shares = list(getattr(mech, "shares", (1,) * len(w)))
-    else:
-        w, shares = [max(level.w for level in stream.levels)] * groups, [1] * groups
-    return np.asarray(w, dtype=np.int64), np.asarray(shares, dtype=np.int64)
-
-
 @dataclass
 class Round:
     """One request of a stream and its per-partition tallies."""
@@ -141,10 +123,10 @@ class ReportCollector:
         self._population_division: dict[str, bool] = {}
         self._windows: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
         for sid, s in self.streams.items():
-            mech: Any = s.build_mechanism()
-            self._population_division[sid] = bool(mech.population_division)
+            mech = s.build_local()
+            self._population_division[sid] = mech.population_division
             self._group_edges[sid] = np.cumsum(mech.group_users).astype(np.int64)
-            self._windows[sid] = level_windows(mech, s)
+            self._windows[sid] = mech.report_windows()  # step 3: (w_k, s_k) per group
             rows = int(self._windows[sid][1].max()) if mech.population_division else 2
             self._last[sid] = np.full((rows, s.users), NEVER, dtype=np.int32)
 

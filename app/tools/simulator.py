@@ -124,9 +124,7 @@ def choose_levels(producer: Any, topic: str, stream: Any, fleet: Fleet) -> int:
     """Tell the service the level of every device not at the stream's default (a
     ``preferences`` record, key: the user index in decimal), as users of a personalized stream
     do; returns how many records were sent. Other mechanisms assign levels themselves."""
-    from app.dp.local.pldp import PLDPMechanism
-
-    if not isinstance(stream.build_mechanism(), PLDPMechanism):
+    if not stream.build_local().takes_levels():
         return 0
     sent = 0
     for device in fleet.devices:

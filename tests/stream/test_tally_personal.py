@@ -16,7 +16,7 @@ import msgpack
 import pytest
 
 from app.stream.records import encode_request
-from app.stream.tally import ReportCollector, level_windows
+from app.stream.tally import ReportCollector
 
 LEVEL0, LEVEL1 = 3, 700
 """A user of each level (indices in blocks: 0-599 are level 0, 600-999 level 1)."""
@@ -58,7 +58,7 @@ def report(slot: int, user: int, group: int) -> bytes:
 def test_the_window_rule_follows_each_level_and_its_ops_shares(setup):
     c, stream, m = setup
     assert (m.window, tuple(m.shares)) == (2, (4, 1))  # OPS recycles faster than w = 6
-    w, shares = level_windows(m, stream)
+    w, shares = m.report_windows()
     assert w.tolist() == [6, 2] and shares.tolist() == [4, 1]
     accepted: dict[int, list[int]] = {LEVEL0: [], LEVEL1: []}
     for slot in range(1, 10):
@@ -90,5 +90,5 @@ def test_a_non_personalized_stream_holds_everybody_to_the_strictest_window(
 ):
     levels = [{"name": "a", "w": 5, "eps": 1.0}, {"name": "b", "w": 2, "eps": 0.5}]
     [stream] = load_configs(local_stream(levels=levels))
-    w, shares = level_windows(stream.build_mechanism(), stream)
+    w, shares = stream.build_local().report_windows()
     assert w.tolist() == [5] and shares.tolist() == [1]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.dp.interfaces import RoundDriven, as_round
 from app.dp.mechanism import Mechanism
 from app.dp.registry import get
 from app.dp.types import Group
@@ -181,6 +182,17 @@ class StreamConfig:
         if self.alpha is not None:
             params.update(alpha=self.alpha)
         return get(self.mechanism).for_stream(self.d, self.groups, **params)
+
+    @property
+    def period(self) -> bool:
+        """Whether the stream's mechanism releases whole periods (:mod:`app.dp.period`): the
+        central driver then steps it as :class:`~app.dp.interfaces.PeriodStepped`, else as
+        :class:`~app.dp.interfaces.SlotStepped`."""
+        return not self.local and get(self.mechanism).kind == "period"
+
+    def build_local(self) -> RoundDriven:
+        """A fresh mechanism of a ``mode: local`` stream, as the local driver drives it."""
+        return as_round(self.build_mechanism())
 
     def level_index(self, name: str) -> int | None:
         """Index of the level called ``name``, or ``None`` if the stream does not offer it."""

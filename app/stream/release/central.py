@@ -46,6 +46,9 @@ from typing import Any
 import numpy as np
 
 from app import metrics
+from app.dp.interfaces import as_period, as_slotted
+from app.dp.mechanism import Mechanism
+from app.dp.types import Release
 from app.stream.config import StreamConfig
 from app.stream.internal import (
     Internal,
@@ -232,7 +235,7 @@ class CentralDriver:
         )
         started = time.perf_counter()
         population = [lv.population for lv in stream.levels]  # public: never the slot's counts
-        out = mech.step(counts, self.pub.rng(stream, slot), population)  # type: ignore[attr-defined]
+        placed = _step(stream, mech, slot, counts, self.pub.rng(stream, slot), population)
         released_at = self.clock()
         metrics.STEP_SECONDS.labels(sid, stream.mechanism).observe(time.perf_counter() - started)
         if stream.clock == "wall":
@@ -249,18 +252,24 @@ class CentralDriver:
                 self.slots[sid] = encode_open_slots(open_slots)
             self.slots[sid + MERGED_SUFFIX] = pack(merged)
 
-        placed = self._placed(slot, mech, out)
         await self.pub.release(stream, mech, entry or LedgerEntry(), slot, placed, leave_open_set,
                                released_at)  # fmt: skip
 
-    @staticmethod
-    def _placed(slot: int, mech: Any, out: Any) -> list[tuple[int, Any]]:
-        """``(stream slot, release)`` pairs of one step's output. A period mechanism returns a
-        list (its slots count from 1 at the stream's first step, one per stream slot, so the
-        release of mechanism slot ``r`` is stream slot ``slot - (mech.t - r)``)."""
-        if mech.kind != "period":
-            return [(slot, out)]
-        return [(slot - (mech.t - rel.slot), rel) for rel in out]
+
+def _step(
+    stream: StreamConfig,
+    mech: Mechanism,
+    slot: int,
+    counts: np.ndarray,
+    rng: np.random.Generator,
+    population: list[int],
+) -> list[tuple[int, Release]]:
+    """Step ``mech`` on ``slot``'s counts: its ``(stream slot, release)`` pairs. A period
+    mechanism places its own releases (none inside a period, the whole period at its end)."""
+    if stream.period:
+        period = as_period(mech)
+        return period.placed(slot, period.step(counts, rng, population))
+    return [(slot, as_slotted(mech).step(counts, rng, population))]
 
 
 def _digest(counts: list[Any]) -> int:

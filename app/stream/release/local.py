@@ -38,13 +38,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, MutableMapping
-from typing import Any
 
 import numpy as np
 
 from app import metrics
 from app.dp.errors import DPError
-from app.dp.local.pldp import PLDPMechanism
+from app.dp.interfaces import RoundDriven, as_round
 from app.dp.local.wire import CollectionRequest, Tally, mask_users
 from app.stream.config import StreamConfig
 from app.stream.internal import (
@@ -161,7 +160,7 @@ class LocalDriver:
         sid = stream.id
         while True:
             entry = self.pub.read(sid)
-            mech: Any = self.pub.mechanism(stream, entry)
+            mech = as_round(self.pub.mechanism(stream, entry))
             slot = self._next_slot(stream, entry, now)
             pending = self._pending(entry)
             if pending is not None:
@@ -178,7 +177,7 @@ class LocalDriver:
                     return
                 entry = entry if entry is not None else LedgerEntry(offset=slot - (mech.t + 1))
                 # 1. Open.
-                if isinstance(mech, PLDPMechanism):
+                if mech.takes_levels():
                     await self._assign_levels(stream, mech, entry, slot)
                 request = mech.open_slot(self.pub.rng(stream, slot))
             if request is not None and now >= stream.slots.end(slot) - stream.round_s:
@@ -198,7 +197,7 @@ class LocalDriver:
             await self._release(stream, mech, entry, slot)
 
     async def _assign_levels(
-        self, stream: StreamConfig, mech: PLDPMechanism, entry: LedgerEntry, slot: int
+        self, stream: StreamConfig, mech: RoundDriven, entry: LedgerEntry, slot: int
     ) -> None:
         """Step 1 of a personalized stream: read ``preferences`` on from the book's offsets,
         and give the mechanism every user's level at ``slot`` (:mod:`app.stream.local_levels`).
@@ -252,7 +251,7 @@ class LocalDriver:
                      np.asarray(reports, dtype=np.int64))  # fmt: skip
 
     def _on_tally(
-        self, mech: Any, tally: Tally, stream: StreamConfig, slot: int
+        self, mech: RoundDriven, tally: Tally, stream: StreamConfig, slot: int
     ) -> CollectionRequest | None:
         rng = self.pub.rng(stream, slot, "/tally")
         try:
@@ -267,7 +266,7 @@ class LocalDriver:
     async def _ask(
         self,
         stream: StreamConfig,
-        mech: Any,
+        mech: RoundDriven,
         entry: LedgerEntry,
         slot: int,
         request: CollectionRequest,
@@ -299,7 +298,7 @@ class LocalDriver:
         self.pub.write(stream.id, entry)
 
     async def _release(
-        self, stream: StreamConfig, mech: Any, entry: LedgerEntry, slot: int
+        self, stream: StreamConfig, mech: RoundDriven, entry: LedgerEntry, slot: int
     ) -> None:
         """Steps 7-11: the release of ``slot`` through the shared protocol."""
         rel = mech.close_slot()
@@ -307,23 +306,22 @@ class LocalDriver:
         def leave_round() -> None:
             self.slots.pop(stream.id, None)
 
-        users = {"users_dc": int(rel.users_dc), "users_pub": int(rel.users_pub)}
+        users = {"users_dc": rel.users_dc or 0, "users_pub": rel.users_pub or 0}  # set locally
         await self.pub.release(stream, mech, entry, slot, [(slot, rel)], leave_round,
                                self.clock(), **users)  # fmt: skip
         self._report_population(stream, mech)
 
-    def _report_population(self, stream: StreamConfig, mech: Any) -> None:
+    def _report_population(self, stream: StreamConfig, mech: RoundDriven) -> None:
         """``dpstream_users_available`` / ``_used`` from the population ledger (public: it
         follows from the collection requests)."""
-        if not mech.population_division:
+        available = mech.available_users()
+        if available is None:
             return
-        pop = mech.population
-        available = pop.available_users(pop.t)
         metrics.USERS_AVAILABLE.labels(stream.id).set(available)
         metrics.USERS_USED.labels(stream.id).set(stream.users - available)
-        if isinstance(mech, PLDPMechanism):
-            totals, free = pop.level_use(pop.t)
-            for level, n, a in zip(stream.levels, totals.tolist(), free.tolist(), strict=True):
+        use = mech.level_use()
+        if use is not None:
+            for level, n, a in zip(stream.levels, use.users, use.available, strict=True):
                 metrics.LEVEL_USERS.labels(stream.id, level.name).set(n)
                 metrics.LEVEL_USERS_AVAILABLE.labels(stream.id, level.name).set(a)
-            metrics.LEVEL_USERS.labels(stream.id, "(changing)").set(pop.sitting_out())
+            metrics.LEVEL_USERS.labels(stream.id, "(changing)").set(use.sitting_out)
