@@ -1,0 +1,63 @@
+"""The interfaces the service drives (``app.dp.interfaces``): every registered mechanism has
+exactly the one of its kind, and the narrowing helpers refuse the others by name."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from app.dp.errors import ParameterError
+from app.dp.interfaces import (
+    PeriodStepped,
+    RoundDriven,
+    SlotStepped,
+    as_period,
+    as_round,
+    as_slotted,
+)
+from app.dp.registry import create, get, names
+from app.dp.types import Group
+
+INTERFACE = {"central": SlotStepped, "graph": SlotStepped, "period": PeriodStepped,
+             "local": RoundDriven}  # fmt: skip
+NARROW = {SlotStepped: as_slotted, PeriodStepped: as_period, RoundDriven: as_round}
+
+
+@pytest.mark.parametrize("name", names())
+def test_each_mechanism_narrows_to_its_kinds_interface_only(name):
+    m = create(name, **get(name).test_params())
+    mine = INTERFACE[m.kind]
+    assert NARROW[mine](m) is m
+    for other, narrow in NARROW.items():
+        if other is not mine:
+            with pytest.raises(ParameterError, match=re.escape(f"mechanism {name} is {m.kind}")):
+                narrow(m)
+
+
+def test_period_releases_are_placed_on_the_stream_slots_they_belong_to():
+    m = as_period(create("optstream", d=2, groups=[Group(3, 1.0)]))
+    rng = np.random.default_rng(1)
+    placed = [m.placed(50 + i, m.step([[i, 1]], rng)) for i in range(6)]
+    assert [[s for s, _ in p] for p in placed] == [[], [], [50, 51, 52], [], [], [53, 54, 55]]
+    assert [rel.slot for _, rel in placed[5]] == [4, 5, 6]
+
+
+def test_a_plain_local_mechanism_runs_everybody_at_its_strictest_window():
+    m = as_round(get("plbu").for_stream(3, [Group(6, 1.0), Group(2, 0.5)], users=[30, 18]))
+    w, shares = m.report_windows()
+    assert w.tolist() == [6, 6] and shares.tolist() == [1, 1]
+    assert not m.takes_levels() and m.level_use() is None and m.available_users() is None
+    with pytest.raises(ParameterError, match="plbu takes no levels"):
+        m.assign([0] * 48)
+
+
+def test_a_personalized_mechanism_holds_each_level_to_its_own_window_and_shares():
+    m = as_round(create("plpd+", **get("plpd+").test_params()))
+    w, shares = m.report_windows()
+    assert w.tolist() == [g.w for g in m.groups] and shares.tolist() == list(m.shares)
+    use = m.level_use()
+    assert m.takes_levels() and use is not None
+    assert use.users == m.group_users and use.available == m.group_users
+    assert use.sitting_out == 0 and m.available_users() == sum(m.group_users)
