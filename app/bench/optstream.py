@@ -553,7 +553,7 @@ def _run(args: argparse.Namespace) -> int:
         f"{time.time() - start:.0f} s",
         file=sys.stderr,
     )
-    if args.out:
+    if args.out and rows:  # (Thm 11 prints its table only)
         args.out.mkdir(parents=True, exist_ok=True)
         with open(args.out / "optstream.csv", "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
