@@ -19,7 +19,7 @@ from app.bench.report.claims.common import (
     RatioMeans,
     Verdict,
     best,
-    by_any,
+    by_majority,
     by_share,
     curves,
     mean,
@@ -195,7 +195,7 @@ def claim_3(ev: Evidence) -> list[Claim]:
     winners = _best_points(ev, ("tdrive",))
     n_best = sum(b == "pbd" for b in winners)
     others = sorted({b.upper() for b in winners if b != "pbd"})
-    verdict = by_any(n_best, len(winners))
+    verdict = by_majority(n_best, len(winners))
     return [
         _taxi_overall(taxi),
         _claim(
@@ -461,7 +461,7 @@ def _ratio_claim(ev: Evidence, preset: str) -> Claim:
         why = "derived switch o* of the DC threshold (OBS picks the larger budget): " + (
             "; ".join(notes)
         )
-    return _claim("8", claim, paper_value, measured, by_any(good, total), why)
+    return _claim("8", claim, paper_value, measured, by_majority(good, total), why)
 
 
 def claim_8(ev: Evidence) -> list[Claim]:
