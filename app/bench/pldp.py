@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from app.bench import measures
 from app.bench.ldp_ids import dataset_values, frequencies
 from app.bench.simulate import run_local
 from app.dp import registry
@@ -125,7 +126,9 @@ def point(
     values: tuple[npt.NDArray[np.integer[Any]], int] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per mechanism (and projected baseline) at one ``(eps, w)`` and seed: AMSE,
-    publications, run time. ``values`` skips loading (the data of ``dataset`` for ``seed``)."""
+    AJSD (Eq. 16, natural log, on the simplex-projected release as spec §6.3 asks of every
+    method: a raw baseline row carries its projection's AJSD), publications, run time.
+    ``values`` skips loading (the data of ``dataset`` for ``seed``)."""
     data, d = values if values is not None else load_values(dataset, seed, dict(options or {}))
     n = data.shape[1]
     levels, counts = level_mix(eps, w, n, np.random.default_rng([seed, 2]), step)
@@ -144,17 +147,20 @@ def point(
         began = time.perf_counter()
         run = run_local(data, d, name, params, np.random.default_rng([seed, 1]), keep="counts")
         released = run.histograms()
+        projected = (
+            np.array([project_simplex(h) for h in released]) if name in BASELINES else released
+        )
         row = {
             "dataset": dataset, "mechanism": name, "eps": eps, "w": w, "users": n,
             "slots": data.shape[0], "d": d, "seed": seed, "step": step,
             "levels": len(params.get("groups", [0])),
             "amse": amse(released, truth),
+            "ajsd": measures.ajsd(projected, truth),
             "publications": sum(r.fresh for r in run.releases),
             "run_s": round(time.perf_counter() - began, 3),
         }  # fmt: skip
         rows.append(row)
         if name in BASELINES:
-            projected = np.array([project_simplex(h) for h in released])
             rows.append({**row, "mechanism": f"{name}-proj", "amse": amse(projected, truth)})
     return rows
 
@@ -205,7 +211,7 @@ def write_csv(rows: list[dict[str, Any]], path: str | Path) -> Path:
 def read_csv(path: str | Path) -> list[dict[str, Any]]:
     """Rows of :func:`write_csv` with their numbers parsed back."""
     ints = {"w", "users", "slots", "d", "seed", "step", "levels", "publications"}
-    floats = {"eps", "amse", "run_s"}
+    floats = {"eps", "amse", "ajsd", "run_s"}
     with Path(path).open(newline="") as fh:
         return [
             {k: int(v) if k in ints else float(v) if k in floats else v for k, v in r.items()}

@@ -33,7 +33,7 @@ from app.bench.report.claims.common import (
     percent_verdict,
 )
 
-__all__ = ["claims", "gap", "gap_table", "markdown", "means"]
+__all__ = ["ajsd_section", "claims", "gap", "gap_table", "markdown", "means"]
 
 PAPER = "PLDP-IDS"
 LBA, LBD = "lpa-proj", "lpd-proj"
@@ -58,12 +58,12 @@ Means = dict[tuple[str, str], dict[tuple[Any, ...], tuple[float, float, int]]]
 """(dataset, sweep) -> ``(eps, w, mechanism) -> (mean, sample std, seeds)``."""
 
 
-def means(rows: Sequence[dict[str, Any]]) -> Means:
-    """Seed means of AMSE per (dataset, sweep)."""
+def means(rows: Sequence[dict[str, Any]], measure: str = "amse") -> Means:
+    """Seed means of ``measure`` (AMSE, or AJSD) per (dataset, sweep)."""
     out: Means = {}
     for key in dict.fromkeys((r["dataset"], r["sweep"]) for r in rows):
         mine = [r for r in rows if (r["dataset"], r["sweep"]) == key]
-        out[key] = sweep_means(mine, "amse", ("eps", "w"))
+        out[key] = sweep_means(mine, measure, ("eps", "w"))
     return out
 
 
@@ -277,8 +277,7 @@ def claims(rows: Sequence[dict[str, Any]]) -> list[Claim]:
     return _gap_claims(m) + _h6(m) + _h7(m) + _h8(m) + _h9(m)
 
 
-def _amse_table(m: Means) -> list[str]:
-    mechs = ("lpd", "lpa", *FIGURE, *ABLATIONS)
+def _amse_table(m: Means, mechs: Sequence[str] = ("lpd", "lpa", *FIGURE, *ABLATIONS)) -> list[str]:
     lines = ["| data | eps | w | " + " | ".join(x.upper() for x in mechs) + " |",
              "|---" * (3 + len(mechs)) + "|"]  # fmt: skip
     seen = set()
@@ -304,4 +303,24 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     out += gap_table(m)
     out += ["", f"Mean AMSE over seeds {seeds} (LPD/LPA raw and projected):", ""]
     out += _amse_table(m)
+    if all("ajsd" in r and r["ajsd"] != "" for r in rows):
+        out += ["", *ajsd_section(rows)]
     return "\n".join(out)
+
+
+def ajsd_section(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Figs. 12-13: the ablation under AJSD (Eq. 16 on projected releases), with H9's two
+    comparisons counted under AJSD as under AMSE."""
+    m = means(rows, "ajsd")
+    every = list(m)
+    ops = _pairs(m, [("plbd-ops", "plpd"), ("plba-ops", "plpa")], every, strict=False)
+    pue = _pairs(m, [("plpd+", "plbd-ops"), ("plpa+", "plba-ops")], every)
+    mechs = [x for x in (*FIGURE, *ABLATIONS) if any(x == k[-1] for v in m.values() for k in v)]
+    return [
+        "Mean AJSD (Figs. 12-13; natural log, on simplex-projected releases):",
+        "",
+        *_amse_table(m, tuple(mechs)),
+        "",
+        f"Under AJSD, OPS helps (PLBx-OPS <= PLPx): {_pair_text(ops)}; PUE helps "
+        f"(PLPx+ < PLBx-OPS): {_pair_text(pue)}.",
+    ]

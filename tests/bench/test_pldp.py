@@ -156,3 +156,18 @@ def test_plots_one_png_per_dataset_sweep_and_panel(tmp_path):
     paths = plot_all(rows, tmp_path)
     assert sorted(p.name for p in paths) == ["pldp-sin-w-ablation.png", "pldp-sin-w-main.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_rows_carry_ajsd_of_the_projected_release():
+    """Issue 25 item 3 (Figs. 12-13): AJSD per row, on the simplex-projected release; a raw
+    baseline row and its projection share it."""
+    import math
+
+    from app.bench import pldp as bench_pldp
+
+    values = bench_pldp.load_values("sin", 0, {"users": 300, "slots": 60})
+    rows = bench_pldp.point("sin", ["lpa", "plpa"], 1.5, 40, 0, values=values)
+    by = {r["mechanism"]: r for r in rows}
+    assert set(by) == {"lpa", "lpa-proj", "plpa"}
+    assert all(0.0 <= r["ajsd"] <= math.log(2) for r in rows)
+    assert by["lpa"]["ajsd"] == by["lpa-proj"]["ajsd"]
