@@ -37,7 +37,8 @@ from app.audit.pairs import (
 from app.client.clock import When
 from app.client.device import Device, Enrollment
 from app.client.errors import ReportRefusedError
-from app.dp.local.wire import Tally, mask_users
+from app.dp.local.simulate import drive
+from app.dp.local.wire import CollectionRequest, Tally, mask_users
 from app.dp.oracles import make
 from app.dp.types import Group
 
@@ -464,8 +465,11 @@ def run_local(
             )
         )  # fmt: skip  (When.offline's grid)
         for s in range(pair.slots):
-            request = m.open_slot(rng)
-            while request is not None:
+
+            def answer(
+                request: CollectionRequest, i: int = i, s: int = s, m: Any = m,
+                group_of: np.ndarray = group_of, target: Device = target,
+            ) -> Tally:  # fmt: skip
                 asked = mask_users(request, m.users)
                 asked[pair.target] = False
                 support = np.zeros((len(request.oracle), m.d), dtype=np.int64)
@@ -487,8 +491,9 @@ def run_local(
                     r = 0 if request.round == "dissimilarity" else 1
                     reports[i, s, r] = own[pair.a] - own[pair.b]
                     reported[i, s, r] = True
-                request = m.on_tally(Tally(request.slot, request.round, support, counts), rng)
-            release = m.close_slot()
+                return Tally(request.slot, request.round, support, counts)
+
+            release = drive(m, answer, rng)  # the one local loop (app.dp.local.simulate)
             hist[i, s] = release.histogram
             status[i, s] = STATUS_CODES[release.status]
         progress(1)

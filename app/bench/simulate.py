@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from app.dp import registry
 from app.dp.local.base import LocalMechanism
+from app.dp.local.simulate import drive
 from app.dp.local.wire import CollectionRequest, Tally, mask_users
 from app.dp.oracles import make
 from app.dp.types import Release
@@ -151,10 +152,11 @@ def run_local(
     releases: list[Release] = []
     sent: list[Sent] = []
     for t in range(v.shape[0]):
-        request = mech.open_slot(rng)
-        while request is not None:
-            tally, record = answer(request, v[t], groups, rng, keep)
+
+        def devices(request: CollectionRequest, values: npt.NDArray[Any] = v[t]) -> Tally:
+            tally, record = answer(request, values, groups, rng, keep)
             sent.append(record)
-            request = mech.on_tally(tally, rng)
-        releases.append(mech.close_slot())
+            return tally
+
+        releases.append(drive(mech, devices, rng))
     return LocalRun(releases, sent)

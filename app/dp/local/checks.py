@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.dp.checks import Factory, Trace
+from app.dp.local import simulate
 from app.dp.local.base import LocalMechanism
 from app.dp.local.wire import CollectionRequest, Tally, mask_users
 from app.dp.types import Group, Release
@@ -126,13 +127,14 @@ def _slot(m: Any, seed: int, t: int, trace: Trace) -> Release:
     segment = np.random.default_rng([seed, t // 4 + (t % 7 == 0)])
     f = segment.dirichlet(np.ones(m.d) * 0.5)
     rng = np.random.default_rng([seed, t, 1])
-    request = m.open_slot(rng)
-    while request is not None:
+
+    def answer(request: CollectionRequest) -> Tally:
         trace.requests.append(request)
         tally = random_tally(request, m, f, rng)
         trace.handed.append((tally, copy.deepcopy(tally)))
-        request = m.on_tally(tally, rng)
-    release: Release = m.close_slot()
+        return tally
+
+    release = simulate.drive(m, answer, rng)
     trace.releases.append(release)
     return release
 

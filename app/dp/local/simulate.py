@@ -1,10 +1,15 @@
-"""Noise-free stand-ins for devices: run a local mechanism on known frequencies.
+"""Driving a local mechanism offline: the two-round loop, and noise-free stand-ins for devices.
 
-For examples, doctests and the conformance checks: every asked user answers, and the support
-counts are their expectations, so a run depends only on the mechanism's own choices.
+:func:`drive` is the one place the slot protocol (``open_slot``, one ``on_tally`` per request,
+``close_slot``) is written for offline use; the bench, the auditor, the conformance checks and
+:func:`run_expected` each supply only how a request is answered. :func:`run_expected` answers
+with expectations (every asked user answers, support counts are their expected values), so a
+run depends only on the mechanism's own choices: for examples, doctests and the checks.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +32,33 @@ def expected_tally(request: CollectionRequest, reports: int, f: npt.ArrayLike) -
     return Tally(request.slot, request.round, support[None, :], np.array([reports]))
 
 
+def drive(
+    mechanism: LocalMechanism,
+    answer: Callable[[CollectionRequest], Tally],
+    rng: np.random.Generator,
+) -> Release:
+    """One slot of the local protocol: open it, hand each request's tally from ``answer`` back
+    to the mechanism until it asks no more, close it; the slot's release.
+
+    ``answer`` stands for the devices (and whatever the caller records on the way); ``rng`` is
+    the mechanism's own generator (cohorts, the service's noise), never the devices'.
+
+    >>> from app.dp.local.lpu import LPU
+    >>> m = LPU(d=2, eps=1.0, w=2, users=10)
+    >>> seen = []
+    >>> def answer(request):
+    ...     seen.append(request.round)
+    ...     return expected_tally(request, int(mask_users(request, m.users).sum()), [0.5, 0.5])
+    >>> release = drive(m, answer, np.random.default_rng(0))
+    >>> release.slot, seen
+    (1, ['publication'])
+    """
+    request = mechanism.open_slot(rng)
+    while request is not None:
+        request = mechanism.on_tally(answer(request), rng)
+    return mechanism.close_slot()
+
+
 def run_expected(
     mechanism: LocalMechanism, freqs: npt.ArrayLike, rng: np.random.Generator | None
 ) -> list[Release]:
@@ -37,9 +69,9 @@ def run_expected(
     rng = np.random.default_rng(0) if rng is None else rng
     out = []
     for f in np.asarray(freqs, dtype=np.float64):
-        request = mechanism.open_slot(rng)
-        while request is not None:
-            n = int(mask_users(request, mechanism.users).sum())
-            request = mechanism.on_tally(expected_tally(request, n, f), rng)
-        out.append(mechanism.close_slot())
+
+        def answer(request: CollectionRequest, f: npt.NDArray[np.float64] = f) -> Tally:
+            return expected_tally(request, int(mask_users(request, mechanism.users).sum()), f)
+
+        out.append(drive(mechanism, answer, rng))
     return out
