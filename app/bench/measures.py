@@ -91,4 +91,3 @@ def ajsd_raw(r: Array, c: Array) -> float:
     p, q = np.clip(ra, 0.0, None), np.clip(ca, 0.0, None)
     m = (p + q) / 2.0
     return float((_kl_terms(p, m) + _kl_terms(q, m)).sum(axis=1).mean() / 2.0)
-
