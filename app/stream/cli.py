@@ -63,7 +63,7 @@ def _worker(args: argparse.Namespace) -> int:
         settings.require_noise_key()
         probe(settings, args.broker_timeout or probe_timeout_s())
         # Faust and the ledgers' readers only now: an error above is said within a second.
-        from app.stream.ledger_view import check_ledgers
+        from app.stream.ops.ledger_view import check_ledgers
 
         check_ledgers(settings)
     except ServiceError as exc:
@@ -113,7 +113,7 @@ def _ledger_show(args: argparse.Namespace) -> int:
         settings = _settings(args)
         stream = settings.stream(args.stream)
         settings = preflight(args)
-        from app.stream.ledger_view import watch
+        from app.stream.ops.ledger_view import watch
 
         return watch(settings, stream, args.timeout, args.json, args.watch)
     except ServiceError as exc:

@@ -325,7 +325,7 @@ def decode_report(raw: bytes | None) -> tuple[str, int, int, int, int, list[int]
     """``(stream, slot, round index, user, group, payload)`` of a ``reports`` value.
 
     Only the shape is checked here; whether the user was asked, and whether the payload fits
-    the request's oracle, is the collector's business (:mod:`app.stream.tally`).
+    the request's oracle, is the collector's business (:mod:`app.stream.collect.tally`).
     """
     if raw is None:
         raise BadEvent("undecodable", "null value")

@@ -3,11 +3,11 @@
 One process runs three things on one event loop, stopped together on SIGTERM/SIGINT by
 :class:`faust.Worker`:
 
-- :class:`~app.stream.http.HttpService`: ``/metrics``, ``/healthz``, ``/readyz``;
-- :class:`~app.stream.ingest.IngestService`: the collect stage, batch-consuming ``events``
+- :class:`~app.stream.ops.http.HttpService`: ``/metrics``, ``/healthz``, ``/readyz``;
+- :class:`~app.stream.collect.ingest.IngestService`: the collect stage, batch-consuming ``events``
   below Faust's per-event stream (the hot path) and sending per-slot partials (only when a
   central stream is configured);
-- :class:`~app.stream.reports.ReportService`: the collect stage of ``mode: local`` streams,
+- :class:`~app.stream.collect.reports.ReportService`: the collect stage of ``mode: local`` streams,
   reading ``collection-requests`` and batch-consuming ``reports`` into per-round tallies (only
   when a local stream is configured);
 - the Faust app: the ``release`` agent consuming ``partials`` (keyed by stream, so one
@@ -33,15 +33,15 @@ from collections.abc import Awaitable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from app import metrics
+from app.stream.collect.ingest import IngestService
+from app.stream.collect.reports import ReportService
 from app.stream.config import Settings, StreamConfig
-from app.stream.health import SATURATED_S, BrokerProbe, LoopWatch
-from app.stream.http import HttpService
-from app.stream.ingest import IngestService
 from app.stream.kafka import bootstrap, confluent_config, faust_credentials
-from app.stream.late import LateSlots
-from app.stream.local_levels import PreferenceReader
+from app.stream.ops.health import SATURATED_S, BrokerProbe, LoopWatch
+from app.stream.ops.http import HttpService
+from app.stream.ops.late import LateSlots
 from app.stream.release import Releaser
-from app.stream.reports import ReportService
+from app.stream.release.local_levels import PreferenceReader
 from app.stream.slots import SlotClock
 from app.stream.topics import Topics, create_topics, load_topics
 

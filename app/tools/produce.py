@@ -25,9 +25,9 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
-from app.stream.partitioning import PRODUCER_CONFIG
 from app.stream.topics import Topics, load_topics
 
 REPORT_EVERY_S = 5.0

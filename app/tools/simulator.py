@@ -38,7 +38,7 @@ from app.client.clock import When
 from app.client.device import Enrollment
 from app.client.fleet import Fleet
 from app.dp.local.wire import CollectionRequest
-from app.stream.partitioning import PRODUCER_CONFIG
+from app.stream.collect.partitioning import PRODUCER_CONFIG
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
-from app.stream.partitioning import PRODUCER_CONFIG
+from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.topics import create_topics, load_topics
 from app.tools.broker import EmbeddedBroker, free_port
 

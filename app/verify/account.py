@@ -46,10 +46,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from app.stream.collect.partitioning import partition_for
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 from app.stream.internal import InternalError, Partial, decode
-from app.stream.partitioning import partition_for
 from app.stream.records import Domain, decode_event, decode_preference, unpack
 from app.verify.read import Msg, Snapshot
 from app.verify.rules import History, Level, groups_of

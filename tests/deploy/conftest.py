@@ -27,7 +27,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from app import metrics
-from app.stream.partitioning import PRODUCER_CONFIG
+from app.stream.collect.partitioning import PRODUCER_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "dpstream"

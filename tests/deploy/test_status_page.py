@@ -17,7 +17,7 @@ import msgpack
 import pytest
 from PIL import Image
 
-from app.stream import status
+from app.stream.ops import status
 
 from .conftest import LiveWorker, http_get, wait_for
 

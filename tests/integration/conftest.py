@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from app.stream.partitioning import PRODUCER_CONFIG
+from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.topics import create_topics, load_topics
 from app.tools.broker import EmbeddedBroker, free_port
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import msgpack
 import numpy as np
 
-from app.stream.partitioning import PRODUCER_CONFIG
+from app.stream.collect.partitioning import PRODUCER_CONFIG
 
 
 class SteadyLoad:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from app.stream.config import load_settings
-from app.stream.ledger_view import read_ledger
+from app.stream.ops.ledger_view import read_ledger
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.internal import Partial, Tick
-from app.stream.partitioning import PRODUCER_CONFIG
 from app.stream.records import unpack
 from app.stream.topics import load_topics
 from tests.integration.load import assert_verified, releases_by_slot, wait_released

@@ -21,7 +21,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from app.stream.partitioning import PRODUCER_CONFIG
+from app.stream.collect.partitioning import PRODUCER_CONFIG
 from tests.integration.load import assert_verified, releases_by_slot, wait_released
 
 pytestmark = pytest.mark.integration

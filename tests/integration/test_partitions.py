@@ -17,7 +17,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from app.stream.partitioning import partition_for
+from app.stream.collect.partitioning import partition_for
 from app.stream.topics import load_topics
 
 pytestmark = pytest.mark.integration

@@ -2,7 +2,8 @@
 
 Tansu answers ListOffsets(latest) with the last record batch's base offset + 1, not the last
 offset + 1 (``../shared/ECOSYSTEM.md``): a first version of
-:class:`app.stream.local_levels.PreferenceReader` that kept only the records below that "end"
+:class:`app.stream.release.local_levels.PreferenceReader` that kept only the records below that
+"end"
 read 149 of 800 levels. It now reads to the high watermarks of the fetch responses.
 """
 
@@ -15,7 +16,7 @@ import msgpack
 import pytest
 
 from app.stream.config import load_settings
-from app.stream.local_levels import PreferenceReader
+from app.stream.release.local_levels import PreferenceReader
 from app.stream.topics import load_topics
 
 pytestmark = pytest.mark.integration

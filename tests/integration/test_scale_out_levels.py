@@ -30,7 +30,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from app.stream.partitioning import PRODUCER_CONFIG, partition_for
+from app.stream.collect.partitioning import PRODUCER_CONFIG, partition_for
 from app.stream.records import unpack
 from app.stream.topics import load_topics
 from tests.integration.load import (

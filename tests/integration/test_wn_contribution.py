@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from app.stream.config import load_settings
-from app.stream.ledger_view import read_ledger, render
+from app.stream.ops.ledger_view import read_ledger, render
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """The release agent on in-memory tables, at a wall clock the tests move.
 
-Shared by the tests of :mod:`app.stream.release` and :mod:`app.stream.ledger_view`:
+Shared by the tests of :mod:`app.stream.release` and :mod:`app.stream.ops.ledger_view`:
 :func:`agent` builds a :class:`~app.stream.release.Releaser` over dicts standing for the
 RocksDB tables, with a :class:`Clock` of its own (``r.clock``); :func:`run` hands it one
 ``partials`` value at a given wall time.

@@ -101,7 +101,7 @@ def make_settings(streams_file: Callable[..., Path]) -> Callable[..., Settings]:
     return make
 
 
-# -- in-memory stand-ins for the aiokafka clients of app.stream.batch ---------------------------
+# -- in-memory stand-ins for the aiokafka clients of app.str ---------------------------------------
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""``app.stream.batch.BatchConsumer`` on in-memory clients: offsets, dead letters, side input.
+"""``app.stream.collect.batch.BatchConsumer`` on in-memory clients: offsets, dead letters, side
+input.
 
 The clients come from the ``fake_kafka`` fixture and are set on the service directly:
 ``on_start`` / ``on_stop`` (which build and stop the real aiokafka clients) need a broker and
@@ -12,7 +13,7 @@ import asyncio
 import pytest
 from aiokafka import TopicPartition
 
-from app.stream.batch import BatchConsumer
+from app.stream.collect.batch import BatchConsumer
 from app.stream.topics import load_topics
 
 

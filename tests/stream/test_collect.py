@@ -5,10 +5,10 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from app.stream.collect import Collector, Record
+from app.stream.collect.events import Collector, Record
+from app.stream.collect.partitioning import partition_for
 from app.stream.config import load_streams
 from app.stream.errors import BadEvent
-from app.stream.partitioning import partition_for
 
 YAML = """
 streams:

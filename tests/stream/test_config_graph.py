@@ -14,7 +14,7 @@ from app.dp.wn import WN_RELATION
 from app.dp.wn.checks import hop_balls
 from app.stream.config import load_streams
 from app.stream.errors import ConfigError
-from app.stream.ledger_view import render, to_json
+from app.stream.ops.ledger_view import render, to_json
 from app.stream.records import encode_release, unpack
 from app.stream.release import LedgerEntry
 

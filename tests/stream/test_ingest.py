@@ -1,4 +1,4 @@
-"""``app.stream.ingest.IngestService`` on in-memory clients (``fake_kafka``), no broker.
+"""``app.stream.collect.ingest.IngestService`` on in-memory clients (``fake_kafka``), no broker.
 
 What runs here: the tick interval, the ``preferences`` side input, the refusal of a partition
 count other than the spec's, one turn of the consume loop (counting, dead letters, refusal),
@@ -17,9 +17,9 @@ import pytest
 from aiokafka import TopicPartition
 
 from app import metrics
-from app.stream import ingest
-from app.stream.ingest import GAP_S, IngestService, tick_interval
-from app.stream.partitioning import partition_for
+from app.stream.collect import ingest
+from app.stream.collect.ingest import GAP_S, IngestService, tick_interval
+from app.stream.collect.partitioning import partition_for
 from app.stream.records import unpack
 from app.stream.topics import load_topics
 

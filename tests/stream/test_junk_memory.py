@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import msgpack
 
-from app.stream.collect import Collector
+from app.stream.collect.events import Collector
+from app.stream.collect.policy import dead_letter_policy
 from app.stream.config import load_streams
-from app.stream.policy import dead_letter_policy
 from app.stream.records import MAX_EVENT_BYTES, TOO_LARGE_KEEP_BYTES
 
 YAML = """

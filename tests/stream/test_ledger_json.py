@@ -8,9 +8,9 @@ import json
 import msgpack
 import pytest
 
-from app.stream import ledger_view
 from app.stream.config import load_settings
 from app.stream.internal import Partial, Tick
+from app.stream.ops import ledger_view
 from app.stream.release import LedgerEntry, Releaser
 from tests.stream.agent import sized_topics
 

@@ -7,7 +7,7 @@ import pytest
 
 from app.dp.local.wire import CollectionRequest, mask_users
 from app.stream.internal import Partial, Tick
-from app.stream.ledger_view import render
+from app.stream.ops.ledger_view import render
 from app.stream.release import LedgerEntry
 from tests.stream.agent import agent, run
 

@@ -1,9 +1,10 @@
 """Personalized local streams take every user's level from ``preferences``, with the change gap.
 
-The first tests drive :class:`~app.stream.local_levels.LevelBook` directly. The others run the
+The first tests drive :class:`~app.stream.release.local_levels.LevelBook` directly. The others run
+the
 whole local slot protocol without a broker: the release agent on in-memory tables
 (:mod:`tests.stream.agent`), the reports service's collector
-(:class:`~app.stream.tally.ReportCollector`) and a fleet of SDK devices
+(:class:`~app.stream.collect.tally.ReportCollector`) and a fleet of SDK devices
 (:class:`~app.client.fleet.Fleet`) that change levels as users do. A user who changes level in
 slot ``t`` tells the service on ``preferences`` and its device moves from ``t + 1``; the service
 reads the record when slot ``t + 1`` opens. The checks are on what the devices sent (a device
@@ -29,10 +30,10 @@ from app.client.device import Device, Enrollment
 from app.client.fleet import Fleet
 from app.dp.budget import GroupBudget
 from app.dp.local.wire import SITS_OUT, CollectionRequest
+from app.stream.collect.tally import ReportCollector
 from app.stream.config import load_settings
 from app.stream.internal import PartitionTally, Tick
-from app.stream.local_levels import LevelBook, PreferenceRecord
-from app.stream.tally import ReportCollector
+from app.stream.release.local_levels import LevelBook, PreferenceRecord
 from tests.stream.agent import Clock, sized_topics
 
 OFFLINE_GRID = {"slot_s": 1.0, "origin_s": 0.0}  # the slot grid of When.offline
@@ -261,7 +262,7 @@ def run_pipeline(
 
 
 def _view(p: Pipeline) -> str:
-    from app.stream.ledger_view import render
+    from app.stream.ops.ledger_view import render
     from app.stream.release import LedgerEntry
 
     return render(p.stream, LedgerEntry.decode(p.ledger["pl"]))

@@ -11,10 +11,10 @@ import msgpack
 import pytest
 
 from app.cli import main
-from app.stream import status
-from app.stream.budget_view import budget_json
 from app.stream.cli import warn_streams
 from app.stream.config import load_settings
+from app.stream.ops import status
+from app.stream.ops.budget_view import budget_json
 from tests.stream.test_release_period import FIRST, W, feed, make, releases, start
 
 KEY = {"DPSTREAM_NOISE_KEY": "cd" * 16}

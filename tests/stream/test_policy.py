@@ -1,4 +1,5 @@
-"""The bad-input policy (``app.stream.policy``): dead-letter, count, log at most once per reason."""
+"""The bad-input policy (``app.stream.collect.policy``): dead-letter, count, log at most once per
+reason."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from app import metrics
-from app.stream import policy as policy_module
+from app.stream.collect import policy as policy_module
+from app.stream.collect.policy import LOG_EVERY_S, Throttle, dead_letter_policy
 from app.stream.errors import BadEvent
-from app.stream.policy import LOG_EVERY_S, Throttle, dead_letter_policy
 from app.stream.records import unpack
 
 

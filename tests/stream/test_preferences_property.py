@@ -8,7 +8,8 @@ in the past or the future, flips every slot, records read before or after the ev
 same slot. Each user sends its own value, so a closed slot's counts show in which level (if
 any) each user was counted.
 
-The guarantee (:mod:`app.stream.preferences`): a user counted in level ``a`` at slot ``s1`` and
+The guarantee (:mod:`app.stream.collect.preferences`): a user counted in level ``a`` at slot ``s1``
+and
 in level ``b != a`` at slot ``s2 > s1`` has ``s2 - s1 >= max(w_a, w_b)``, so no window of
 either level holds values of both; and a user is counted at most once per slot.
 """
@@ -19,7 +20,7 @@ import msgpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.stream.collect import Collector
+from app.stream.collect.events import Collector
 from app.stream.config import load_streams
 from app.stream.records import decode_preference
 

@@ -1,4 +1,4 @@
-"""``app.stream.reports.ReportService`` on in-memory clients (``fake_kafka``), no broker.
+"""``app.stream.collect.reports.ReportService`` on in-memory clients (``fake_kafka``), no broker.
 
 What runs here: the tick interval, the ``collection-requests`` side input (a bad request is
 logged and skipped), the detection of a report for a round not read yet, one turn of the
@@ -19,8 +19,8 @@ import pytest
 from aiokafka import TopicPartition
 
 from app import metrics
+from app.stream.collect.reports import ReportService, tick_interval
 from app.stream.records import encode_request, unpack
-from app.stream.reports import ReportService, tick_interval
 from app.stream.topics import load_topics
 
 
@@ -66,7 +66,7 @@ def report(req, user, value):
 
 def test_a_request_is_learnt_and_a_bad_one_is_logged_and_skipped(service, fake_kafka, caplog):
     req, raw = request(service, deadline=50.0)
-    with caplog.at_level(logging.ERROR, logger="app.stream.reports"):
+    with caplog.at_level(logging.ERROR, logger="app.stream.collect.reports"):
         service._apply_side_input(fake_kafka.Rec("collection-requests", 0, 0, None, b"\xc1"))
     assert "unreadable collection request offset=0" in caplog.text
     assert service.collector.newest("loc") is None

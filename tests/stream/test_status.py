@@ -10,10 +10,10 @@ import msgpack
 import pytest
 
 from app import metrics
-from app.stream import status
 from app.stream.config import load_settings
 from app.stream.internal import Partial, Tick
-from app.stream.late import LateSlots
+from app.stream.ops import status
+from app.stream.ops.late import LateSlots
 from app.stream.release import LedgerEntry, Releaser
 from tests.stream.agent import sized_topics
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.stream import status
 from app.stream.config import DEFAULT_STREAMS, load_settings
+from app.stream.ops import status
 from app.tools.produce import Truth
 
 

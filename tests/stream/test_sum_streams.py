@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from app.dp.period import OptStream
-from app.stream.collect import Collector
+from app.stream.collect.events import Collector
 from app.stream.config import load_settings, load_streams
 from app.stream.errors import BadEvent, ConfigError
 from app.stream.internal import Partial, Tick

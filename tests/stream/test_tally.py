@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from app.dp.local import LBU, LPU
+from app.stream.collect.tally import ReportCollector
 from app.stream.records import encode_request
-from app.stream.tally import ReportCollector
 
 USERS = 40
 LABELS = ["a", "b", "c"]

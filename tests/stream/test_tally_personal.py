@@ -15,8 +15,8 @@ from typing import Any
 import msgpack
 import pytest
 
+from app.stream.collect.tally import ReportCollector
 from app.stream.records import encode_request
-from app.stream.tally import ReportCollector
 
 LEVEL0, LEVEL1 = 3, 700
 """A user of each level (indices in blocks: 0-599 are level 0, 600-999 level 1)."""

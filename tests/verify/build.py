@@ -14,9 +14,9 @@ from pathlib import Path
 
 import msgpack
 
+from app.stream.collect.partitioning import partition_for
 from app.stream.config import StreamConfig, load_streams
 from app.stream.internal import Partial
-from app.stream.partitioning import partition_for
 from app.stream.records import pack
 from app.verify.read import Msg, Snapshot
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from app.stream.collect.partitioning import partition_for
 from app.stream.internal import Partial
-from app.stream.partitioning import partition_for
 from app.verify import judge
 from app.verify.report import to_dict, to_text
 from tests.verify.build import CENTRAL, LOCAL, PARTITIONS, Topics, reference_partials, stream_of

@@ -8,8 +8,8 @@ from pathlib import Path
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 
+from app.stream.collect.partitioning import partition_for
 from app.stream.config import StreamConfig
-from app.stream.partitioning import partition_for
 from app.verify import judge
 from app.verify.report import to_text
 from tests.verify.build import CENTRAL, PARTITIONS, Topics, reference_partials, stream_of

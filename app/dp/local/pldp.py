@@ -168,7 +168,8 @@ class PLDPMechanism(LocalMechanism):
         its reports per ``w_k``, and the population ledger checks it), only utility moves. A
         user who changes level must first sit out (:data:`~app.dp.local.wire.SITS_OUT`) for
         ``max(w_old, w_new)`` slots: the caller keeps that rule (the service's
-        ``app.stream.local_levels``), as the window checks see only the level a bucket holds."""
+        ``app.stream.release.local_levels``), as the window checks see only the level a bucket
+        holds."""
         if self._open is not None:
             raise ProtocolError("levels change only between slots")
         self.population.assign(levels)

@@ -236,7 +236,7 @@ class Settings:
     """How long producers may still deliver what they buffered through a broker outage once
     the broker is back (``DPSTREAM_DELIVERY_HORIZON_S``, 1-600 s): after a gap in fetch
     responses, the collect stages hold every partition's progress this long, whatever the
-    streams' ``grace_s`` (:mod:`app.stream.collect`)."""
+    streams' ``grace_s`` (:mod:`app.stream.collect.events`)."""
     expose_data_counts: bool = False
     """Operator opt-in (``DPSTREAM_EXPOSE_DATA_COUNTS``): export exact event and report
     counts by outcome on ``/metrics``. Off by default: they are data, not a mechanism's output."""

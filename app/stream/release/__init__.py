@@ -13,7 +13,7 @@ RocksDB-backed tables ``ledger`` and ``slots`` in the worker, dicts in ``tests/s
 two coroutines: ``produce(topic, key, value)``, which returns once the broker acknowledged the
 record, and ``persist()``, which returns once every table changelog write so far is
 acknowledged; personalized local streams also take ``preferences(offsets)``, which reads that
-topic on (:class:`~app.stream.local_levels.PreferenceReader` in the worker).
+topic on (:class:`~app.stream.release.local_levels.PreferenceReader` in the worker).
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from collections.abc import Callable, MutableMapping
 from app.stream.config import Settings
 from app.stream.errors import ConfigError
 from app.stream.internal import InternalError, decode
-from app.stream.late import LateSlots
-from app.stream.local_levels import ReadPreferences
+from app.stream.ops.late import LateSlots
 from app.stream.release.central import CentralDriver
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.guard import Guard
 from app.stream.release.local import LocalDriver
+from app.stream.release.local_levels import ReadPreferences
 from app.stream.release.protocol import Persist, Produce, Publisher, StateMismatch
 from app.stream.topics import Topics
 

@@ -2,7 +2,7 @@
 
 The collect stage sends, per events partition, one *partial* per closed slot (counts per
 group) and, several times a slot, a *tick* carrying the partition's progress: the event time up
-to which it holds everything (:mod:`app.stream.collect`). Slot ``s`` is complete when every
+to which it holds everything (:mod:`app.stream.collect.events`). Slot ``s`` is complete when every
 partition of ``events`` has either sent its partial for ``s`` or reported progress past
 ``s``'s end plus grace (partials precede ticks on the stream's ``partials`` partition). It is
 then released at once, in order, empty or not.
@@ -58,7 +58,7 @@ from app.stream.internal import (
     decode_open_slots,
     encode_open_slots,
 )
-from app.stream.late import LateSlots
+from app.stream.ops.late import LateSlots
 from app.stream.records import pack, unpack
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import Publisher

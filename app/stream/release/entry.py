@@ -42,7 +42,8 @@ class LedgerEntry:
     sent: bool = True
     deadline: float = 0.0
     levels: dict[str, Any] | None = None
-    """Personalized local streams: the users' level histories (:mod:`app.stream.local_levels`)."""
+    """Personalized local streams: the users' level histories
+    (:mod:`app.stream.release.local_levels`)."""
     seq: int = 0
     """Bumped at every write: the driver's cached mechanism is valid while it matches."""
 

@@ -21,7 +21,8 @@ check, :mod:`app.client.clock`), so asking would only lose the round later. The 
 repeats its last release (or the cohort it planned stays unused), which only costs utility.
 
 A personalized stream (PLDP-IDS) first gives the mechanism every user's level for the slot, from
-the ``preferences`` topic through the book in the ledger entry (:mod:`app.stream.local_levels`);
+the ``preferences`` topic through the book in the ledger entry
+(:mod:`app.stream.release.local_levels`);
 the request names them, devices check their own.
 
 The ledger entry (:class:`~app.stream.release.entry.LedgerEntry`) of a local stream adds
@@ -53,9 +54,9 @@ from app.stream.internal import (
     decode_open_round,
     encode_open_round,
 )
-from app.stream.local_levels import LevelBook, ReadPreferences
 from app.stream.records import encode_request, unpack
 from app.stream.release.entry import LedgerEntry
+from app.stream.release.local_levels import LevelBook, ReadPreferences
 from app.stream.release.protocol import Publisher
 
 log = logging.getLogger(__name__)
@@ -200,7 +201,8 @@ class LocalDriver:
         self, stream: StreamConfig, mech: RoundDriven, entry: LedgerEntry, slot: int
     ) -> None:
         """Step 1 of a personalized stream: read ``preferences`` on from the book's offsets,
-        and give the mechanism every user's level at ``slot`` (:mod:`app.stream.local_levels`).
+        and give the mechanism every user's level at ``slot``
+        (:mod:`app.stream.release.local_levels`).
         The book is recorded with the slot's first write. A failed read only delays changes
         (each takes effect after the slot it is read in), so the slot goes on with the book."""
         book = LevelBook.from_dict(stream.users, entry.levels)

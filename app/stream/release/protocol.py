@@ -40,9 +40,9 @@ from app.dp.errors import StateMismatchError
 from app.dp.mechanism import Mechanism
 from app.dp.noise import keyed_rng
 from app.dp.types import Release
-from app.stream import status
 from app.stream.config import Settings, StreamConfig
 from app.stream.errors import ConfigError
+from app.stream.ops import status
 from app.stream.records import encode_release
 from app.stream.release import faults
 from app.stream.release.entry import LedgerEntry

@@ -16,9 +16,9 @@ from typing import Any
 from app.dp.interfaces import as_round
 from app.dp.local.wire import CollectionRequest, mask_users
 from app.dp.mechanism import Mechanism
-from app.stream.budget_view import budget_json, utc
 from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config
+from app.stream.ops.budget_view import budget_json, utc
 from app.stream.records import unpack
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import continued
@@ -127,7 +127,7 @@ STATUS_LEGEND = [
 
 
 def to_json(stream: StreamConfig, entry: LedgerEntry) -> dict[str, Any]:
-    """``ledger show --json``: :func:`~app.stream.budget_view.budget_json` (the figures of
+    """``ledger show --json``: :func:`~app.stream.ops.budget_view.budget_json` (the figures of
     ``GET /budget``) plus the last releases with their slot times in UTC."""
     mechanism = (
         continued(stream, entry.state) if entry.state is not None else stream.build_mechanism()

@@ -1,11 +1,11 @@
 """The worker's operator HTTP surface: ``/metrics``, ``/healthz``, ``/readyz``, and the status
-page ``/`` and budget view ``/budget`` (:mod:`app.stream.status`) on one port.
+page ``/`` and budget view ``/budget`` (:mod:`app.stream.ops.status`) on one port.
 
 It is its own small aiohttp server, started before the Faust app, so ``/healthz`` answers while
 tables recover, and it runs on an event loop in a thread of its own, so ``/readyz`` and
 ``/metrics`` answer within a second even while the worker's loop is saturated (the handlers
 only read state). The service also runs the loop watch and the broker probe of
-:mod:`app.stream.health` that readiness uses. ``/readyz`` answers 200 only while nothing is
+:mod:`app.stream.ops.health` that readiness uses. ``/readyz`` answers 200 only while nothing is
 wrong: the collect services consume their partitions (caught up, fetches coming), the release
 agent runs and serves every stream, no stream's release lag is past its bound; otherwise 503
 with the reasons, one per line (``dpstream_ready`` follows it). ``/metrics`` serves
@@ -27,8 +27,8 @@ from mode import Service
 from prometheus_client import generate_latest
 
 from app.metrics import DATA_REGISTRY, DEAD_LETTERS, EVENT_LOOP_LAG_SECONDS, READY, REGISTRY
-from app.stream import status
-from app.stream.health import BrokerProbe, LoopWatch
+from app.stream.ops import status
+from app.stream.ops.health import BrokerProbe, LoopWatch
 from app.stream.records import REASONS
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ fetcher waits for the buffered records to be taken. Each is measured on its own 
   (librdkafka, off the event loop). ``broker unreachable`` is said only when fetches stopped
   *and* the probe got no answer for :data:`UNREACHABLE_S`.
 
-Both are read from the HTTP server's own thread (:mod:`app.stream.http`), which answers
+Both are read from the HTTP server's own thread (:mod:`app.stream.ops.http`), which answers
 ``/readyz`` within a second whatever the event loop is doing.
 
 >>> w = LoopWatch()

@@ -34,10 +34,10 @@ from aiokafka.errors import KafkaError
 from mode import Service
 
 from app import metrics
+from app.stream.collect.policy import Policy
 from app.stream.config import Settings
 from app.stream.kafka import aiokafka_kwargs
-from app.stream.late import LateSlots
-from app.stream.policy import Policy
+from app.stream.ops.late import LateSlots
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ public to the server), because a collection request must say which budget each c
 uses (:attr:`~app.dp.local.wire.CollectionRequest.levels`) and the population ledger checks every
 user's own window. A local stream's users are the indices ``0 .. users-1``, so a ``preferences``
 record counts for it when its key is one of them in decimal (``"17"``); other keys belong to
-central streams and are skipped. The rule is central mode's (:mod:`app.stream.preferences`):
+central streams and are skipped. The rule is central mode's (:mod:`app.stream.collect.preferences`):
 
 * a record changes the user's level from the slot after its Kafka timestamp, and never before
   the slot being opened when it is read (``floor``: the previous slot's start): a request
@@ -53,8 +53,8 @@ import numpy as np
 import numpy.typing as npt
 
 from app.dp.local.wire import SITS_OUT
+from app.stream.collect.preferences import History, Preferences
 from app.stream.config import Settings, StreamConfig
-from app.stream.preferences import History, Preferences
 from app.stream.records import decode_preference
 
 

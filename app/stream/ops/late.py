@@ -1,7 +1,7 @@
 """Which slots lost data as late: the default, count-free late-data signal.
 
 A value is dropped late in two places: the collect stage meets an event of a slot its
-partition already closed (:mod:`app.stream.collect`), or the release stage discards a
+partition already closed (:mod:`app.stream.collect.events`), or the release stage discards a
 partition's partial for a slot it already released (:mod:`app.stream.release.central`).
 How many values (or users) were dropped is data, exported only behind
 ``DPSTREAM_EXPOSE_DATA_COUNTS``; *that* a slot lost something is what an operator needs to see

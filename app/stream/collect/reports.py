@@ -1,9 +1,10 @@
 """The collect stage of local mode: a service inside the Faust worker that reads ``reports``.
 
-Like :mod:`app.stream.ingest`, :class:`ReportService` is a :class:`~app.stream.batch.BatchConsumer`
+Like :mod:`app.stream.collect.ingest`, :class:`ReportService` is a
+:class:`~app.stream.collect.batch.BatchConsumer`
 (for the same reason: Faust's per-message stream is slow) of ``reports`` in its own group
 (``<app id>-reports``), with ``collection-requests`` as its side input. It feeds each batch to a
-:class:`~app.stream.tally.ReportCollector`, and several times per round
+:class:`~app.stream.collect.tally.ReportCollector`, and several times per round
 
 1. reads new ``collection-requests`` (a consumer with manual assignment, read from the start
    at boot, then tailed; on a report for a round it does not know yet it reads to the end once
@@ -27,13 +28,13 @@ from typing import Any
 from mode import Service
 
 from app import metrics
-from app.stream.batch import MAX_RECORDS, BatchConsumer
+from app.stream.collect.batch import MAX_RECORDS, BatchConsumer
+from app.stream.collect.policy import Policy, dead_letter_policy
+from app.stream.collect.tally import ReportCollector
 from app.stream.config import Settings
 from app.stream.errors import BadEvent
 from app.stream.internal import PartitionTally, Tick
-from app.stream.policy import Policy, dead_letter_policy
 from app.stream.records import decode_report
-from app.stream.tally import ReportCollector
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)

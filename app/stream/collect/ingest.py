@@ -1,11 +1,12 @@
 """The ingest hot path: reads ``events`` in batches into per-slot partials and progress ticks.
 
-:class:`IngestService` is a :class:`~app.stream.batch.BatchConsumer` (why not a Faust agent:
-see :mod:`app.stream.batch`) in its own consumer group (``<app id>-collect``, so Kafka balances
+:class:`IngestService` is a :class:`~app.stream.collect.batch.BatchConsumer` (why not a Faust agent:
+see :mod:`app.stream.collect.batch`) in its own consumer group (``<app id>-collect``, so Kafka
+balances
 the partitions across workers). It feeds each batch to a
-:class:`~app.stream.collect.Collector`, tells it after every poll when each partition's last
+:class:`~app.stream.collect.events.Collector`, tells it after every poll when each partition's last
 fetch response came and whether it found the partition at its end (the partition's progress
-follows from that, see :mod:`app.stream.collect`), and several times per slot
+follows from that, see :mod:`app.stream.collect.events`), and several times per slot
 
 1. reads the ``preferences`` side input to its end (only the partitions matching its events
    partitions: a user's preferences and events share a partition), so every level change
@@ -25,7 +26,7 @@ the events of the open slots. A newly assigned partition is not flushed before t
 has caught up with the end offset it had at assignment, so a replay never closes a slot half
 read. The number of ``events`` partitions must be the one ``topics/events.yaml`` declares: a
 different count is refused (partitions decide which users a worker sees, see
-:mod:`app.stream.partitioning`).
+:mod:`app.stream.collect.partitioning`).
 """
 
 from __future__ import annotations
@@ -40,14 +41,14 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from mode import Service
 
 from app import metrics
-from app.stream.batch import MAX_RECORDS, BatchConsumer
-from app.stream.collect import Collector
+from app.stream.collect.batch import MAX_RECORDS, BatchConsumer
+from app.stream.collect.events import Collector
+from app.stream.collect.policy import Policy, dead_letter_policy
+from app.stream.collect.preferences import History
 from app.stream.config import Settings
 from app.stream.errors import BadEvent
 from app.stream.internal import Tick
 from app.stream.kafka import aiokafka_kwargs
-from app.stream.policy import Policy, dead_letter_policy
-from app.stream.preferences import History
 from app.stream.records import decode_preference, pack, unpack
 from app.stream.topics import Topics
 
@@ -95,7 +96,7 @@ class IngestService(BatchConsumer):
         )
         self.tick_s = tick_interval(settings)
         self.hold_s = settings.delivery_horizon_s
-        """Progress holds this long after a fetch gap (:mod:`app.stream.collect`)."""
+        """Progress holds this long after a fetch gap (:mod:`app.stream.collect.events`)."""
         self._applied: dict[int, int] = {}
         """Per preferences partition, the next offset to apply."""
         self._saved: dict[int, int] = {}

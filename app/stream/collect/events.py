@@ -1,7 +1,7 @@
 """The collect stage's state machine: slots, one value per user per slot, progress, counts.
 
 :class:`Collector` is pure bookkeeping (no Kafka, no clock of its own), so ``tests/stream``
-drives it directly; :mod:`app.stream.ingest` feeds it batches and fetch observations from
+drives it directly; :mod:`app.stream.collect.ingest` feeds it batches and fetch observations from
 Kafka and ships what :meth:`Collector.flush` returns.
 
 Per events partition it keeps the *open* slots: for each ``(stream, slot)`` a dict
@@ -14,7 +14,7 @@ first ``l`` distinct values, clipped to ``A``; an event whose amount was cut to 
 ``clipped`` (its clipped amount is kept), and its slot closes into per-group *sums* (floats).
 
 Requirement levels are applied when a slot closes, from the users' level histories
-(:mod:`app.stream.preferences`), so a preference read after an event of the same slot still
+(:mod:`app.stream.collect.preferences`), so a preference read after an event of the same slot still
 counts; closing turns the dict into a ``groups x d`` count matrix with one ``bincount`` (and a
 correction for the few users with a level history).
 
@@ -44,7 +44,7 @@ slots (events of closed slots met during the replay are re-emitted as partials t
 agent ignores, because it keeps the first partial per slot and partition).
 
 Partitioning: a user's events must all reach the partition its key hashes to
-(:mod:`app.stream.partitioning`); an event keyed by someone else, or found in another
+(:mod:`app.stream.collect.partitioning`); an event keyed by someone else, or found in another
 partition, is refused (``key_mismatch``, ``wrong_partition``), so one value per user per slot
 holds across partitions.
 """
@@ -60,11 +60,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from app.stream.collect.partitioning import partition_for
+from app.stream.collect.preferences import History, Preferences
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 from app.stream.internal import Partial
-from app.stream.partitioning import partition_for
-from app.stream.preferences import History, Preferences
 from app.stream.records import Domain, decode_event
 
 MAX_EMPTY_GAP = 1000
@@ -180,7 +180,7 @@ class Collector:
 
         ``at`` is the record's Kafka timestamp; the change never takes effect in a slot this
         worker already closed for the user's partition, nor before ``not_before`` (see
-        :mod:`app.stream.ingest`: records a previous owner may not have applied).
+        :mod:`app.stream.collect.ingest`: records a previous owner may not have applied).
         """
         part = self.partitions.get(self._partition(user.encode()))
         floor = not_before

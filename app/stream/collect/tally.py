@@ -1,7 +1,8 @@
 """The collect stage of local mode: validate reports against their request, tally per round.
 
 :class:`ReportCollector` is pure bookkeeping (no Kafka, no clock of its own), so ``tests/stream``
-drives it directly; :mod:`app.stream.reports` feeds it the ``collection-requests`` it reads and
+drives it directly; :mod:`app.stream.collect.reports` feeds it the ``collection-requests`` it reads
+and
 batches of ``reports``, and ships what :meth:`ReportCollector.flush` returns.
 
 A round is one :class:`~app.dp.local.wire.CollectionRequest` of a stream, known from the
@@ -42,7 +43,7 @@ memory only: it starts empty after a restart, and need not be persisted, because
   ignores rounds that are no longer pending.
 
 Offsets: :meth:`ReportCollector.commit_offset` is the smallest offset still feeding an open
-round, as in :mod:`app.stream.collect`. A round closes in a partition when the wall clock
+round, as in :mod:`app.stream.collect.events`. A round closes in a partition when the wall clock
 passes its deadline: the partition's tally is emitted once (zeros if no report came).
 """
 

@@ -5,7 +5,7 @@ and after every published release, :meth:`app.stream.release.protocol.Publisher.
 module keeps the last :data:`RING` releases of each stream in memory, with the stream's window
 budget per level. A stream shows from its first report by this worker process.
 
-``GET /budget`` is :func:`app.stream.budget_view.budget_json` for every stream (the same
+``GET /budget`` is :func:`app.stream.ops.budget_view.budget_json` for every stream (the same
 figures as ``dpstream ledger show --json``). ``GET /`` is one self-contained HTML page (inline
 SVG and CSS, no script, nothing fetched; it reloads itself every 5 s): per stream, the last
 slots' released histograms as a bar chart (fresh releases in blue, repeated ones in grey), how
@@ -34,8 +34,8 @@ from aiohttp import web
 
 from app.dp.types import WindowSpend
 from app.metrics import REGISTRY
-from app.stream.budget_view import budget_json, utc
 from app.stream.config import StreamConfig
+from app.stream.ops.budget_view import budget_json, utc
 from app.stream.records import unpack
 
 RING = 12

@@ -1,0 +1,9 @@
+"""The operations wing: what operators see, never exact figures about the data.
+
+- :mod:`~app.stream.ops.http`: ``/metrics``, ``/healthz``, ``/readyz``, the status page;
+- :mod:`~app.stream.ops.health`: event-loop saturation and the broker probe;
+- :mod:`~app.stream.ops.status`: the status page and ``/budget``;
+- :mod:`~app.stream.ops.budget_view` and :mod:`~app.stream.ops.ledger_view`: the budget view
+  and ``dpstream ledger show``;
+- :mod:`~app.stream.ops.late`: the slots in which values were dropped late.
+"""
