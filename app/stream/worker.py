@@ -40,6 +40,7 @@ from app.stream.kafka import bootstrap, confluent_config, faust_credentials
 from app.stream.ops.health import SATURATED_S, BrokerProbe, LoopWatch
 from app.stream.ops.http import HttpService
 from app.stream.ops.late import LateSlots
+from app.stream.ops.status import StatusBoard
 from app.stream.release import Releaser
 from app.stream.release.local_levels import PreferenceReader
 from app.stream.slots import SlotClock
@@ -122,8 +123,9 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
 
     reader = PreferenceReader(settings, topics.preferences)
     late = LateSlots()
+    board = StatusBoard()
     releaser = Releaser(settings, topics, tables["ledger"], tables["slots"], produce, persist,
-                        preferences=reader.read, late=late)  # fmt: skip
+                        preferences=reader.read, late=late, listeners=[board])  # fmt: skip
 
     def stop_reader(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> Awaitable[None]:
         return reader.stop()
@@ -185,7 +187,7 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         reasons += lagging(settings, now, releaser.next_slots())
         return "; ".join(reasons)
 
-    http = HttpService(settings.metrics_bind, settings.metrics_port, not_ready,
+    http = HttpService(settings.metrics_bind, settings.metrics_port, not_ready, board,
                        expose_data=settings.expose_data_counts, loop_watch=loop_watch,
                        probe=probe)  # fmt: skip
     return app, [http, *collectors]

@@ -117,7 +117,6 @@ def test_an_accepted_weaker_guarantee_shows_in_audit_budget_and_status(tmp_path,
     assert budget_json(stream, mech.window_report(), None)["weaker_guarantee"] == (
         stream.weaker_guarantee
     )
-    status.forget()
-    status.remember(stream, None, mech.window_report())
-    assert "Not w-event private" in status.render_page()
-    status.forget()
+    board = status.StatusBoard()
+    board.on_report(stream, mech.window_report(), [])
+    assert "Not w-event private" in board.render_page()

@@ -32,8 +32,7 @@ streams:
 @pytest.fixture
 def released(tmp_path):
     """Slots 9..20 of stream ``web`` released by the real agent; returns the ledger and the
-    published ``releases`` values."""
-    status.forget()
+    published ``releases`` values and the status board that listened."""
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
     settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
@@ -48,7 +47,9 @@ def released(tmp_path):
     async def persist():
         return None
 
-    r = Releaser(settings, sized_topics(), ledger, {}, produce, persist, clock=lambda: now[0])
+    board = status.StatusBoard()
+    r = Releaser(settings, sized_topics(), ledger, {}, produce, persist, clock=lambda: now[0],
+                 listeners=[board])  # fmt: skip
 
     def run(raw, at):
         now[0] = at
@@ -58,13 +59,12 @@ def released(tmp_path):
     for slot in range(10, 21):
         run(Partial("web", slot, 0, 1, [40 + slot, 3, 20, 5, 5, 5 + slot % 3]).encode(), slot + 0.7)
         run(Tick("web", {0: slot + 1.6}, 1).encode(), slot + 1.6)
-    yield ledger, sent
-    status.forget()
+    yield ledger, sent, board
 
 
 def test_budget_is_the_ledgers_window(released):
-    ledger, sent = released
-    doc = json.loads(asyncio.run(status.budget(None)).text)  # type: ignore[arg-type]
+    ledger, sent, board = released
+    doc = json.loads(asyncio.run(board.budget(None)).text)  # type: ignore[arg-type]
     (web,) = doc["streams"]
     assert web["stream"] == "web" and web["last_slot"] == msgpack.unpackb(sent[-1])["slot"]
     entry = LedgerEntry.decode(ledger["web"])
@@ -77,10 +77,10 @@ def test_budget_is_the_ledgers_window(released):
 
 
 def test_page_shows_the_last_releases_fresh_and_repeated(released):
-    _, sent = released
+    _, sent, board = released
     records = [msgpack.unpackb(v) for v in sent][-status.RING :]
     fresh = sum(r["fresh"] for r in records)
-    page = asyncio.run(status.page(None)).text  # type: ignore[arg-type]
+    page = asyncio.run(board.page(None)).text  # type: ignore[arg-type]
     assert f"<b>{fresh}</b> fresh, <b>{len(records) - fresh}</b> repeated" in page
     bars = re.findall(r"fill='(#[0-9a-f]{6})'><title>slot (\d+) (\w+) = ", page)
     assert len(bars) == 3 * len(records)
@@ -93,15 +93,16 @@ def test_page_shows_the_last_releases_fresh_and_repeated(released):
 
 
 def test_page_shows_no_exact_data_count(released):
+    _, _, board = released
     metrics.EVENTS.labels("web", "accepted").inc(987_654)  # the opt-in data registry
-    page = asyncio.run(status.page(None)).text  # type: ignore[arg-type]
+    page = asyncio.run(board.page(None)).text  # type: ignore[arg-type]
     assert "987654" not in page and "987,654" not in page
 
 
 def test_no_stream_yet():
-    status.forget()
-    assert "No stream released yet" in status.render_page()
-    assert status.budget_document()["streams"] == []
+    board = status.StatusBoard()
+    assert "No stream released yet" in board.render_page()
+    assert board.budget_document()["streams"] == []
 
 
 def test_page_names_the_slots_that_lost_late_data_and_the_release_lag(released):
@@ -112,5 +113,5 @@ def test_page_names_the_slots_that_lost_late_data_and_the_release_lag(released):
     late.mark("late-page", 42)
     metrics.RELEASE_LAG_SECONDS.labels("late-page").set(2.5)
     metrics.RELEASE_LAG_SLOTS.labels("late-page").set(2)
-    page = status.render_page()
+    page = released[2].render_page()
     assert "<tr><td>late-page</td><td>2</td><td>2.5 s (2 slots)</td></tr>" in page

@@ -27,8 +27,8 @@ from mode import Service
 from prometheus_client import generate_latest
 
 from app.metrics import DATA_REGISTRY, DEAD_LETTERS, EVENT_LOOP_LAG_SECONDS, READY, REGISTRY
-from app.stream.ops import status
 from app.stream.ops.health import BrokerProbe, LoopWatch
+from app.stream.ops.status import StatusBoard
 from app.stream.records import REASONS
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,7 @@ class HttpService(Service):
         bind: str,
         port: int,
         not_ready: Callable[[], str],
+        board: StatusBoard,
         expose_data: bool = False,
         loop_watch: LoopWatch | None = None,
         probe: BrokerProbe | None = None,
@@ -52,6 +53,7 @@ class HttpService(Service):
     ) -> None:
         super().__init__(**kwargs)
         self.bind, self.port, self.not_ready, self.expose_data = bind, port, not_ready, expose_data
+        self.board = board
         self.loop_watch = loop_watch or LoopWatch()
         self.probe = probe
         self._thread: threading.Thread | None = None
@@ -84,8 +86,8 @@ class HttpService(Service):
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
-        app.router.add_get("/", status.page)
-        app.router.add_get("/budget", status.budget)
+        app.router.add_get("/", self.board.page)
+        app.router.add_get("/budget", self.board.budget)
         return app
 
     def _serve(self) -> None:

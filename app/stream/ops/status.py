@@ -1,9 +1,9 @@
 """The worker's live status page (``GET /``) and budget view (``GET /budget``).
 
-The release protocol calls :func:`remember` each time it reports a stream's ledger (at start
-and after every published release, :meth:`app.stream.release.protocol.Publisher.report`); this
-module keeps the last :data:`RING` releases of each stream in memory, with the stream's window
-budget per level. A stream shows from its first report by this worker process.
+A :class:`StatusBoard` listens to the release protocol: each time it reports a stream's ledger
+(at start and after every published release, :meth:`app.stream.release.protocol.Publisher.report`)
+the board keeps the last :data:`RING` releases of each stream in memory, with the stream's
+window budget per level. A stream shows from its first report by this worker process.
 
 ``GET /budget`` is :func:`app.stream.ops.budget_view.budget_json` for every stream (the same
 figures as ``dpstream ledger show --json``). ``GET /`` is one self-contained HTML page (inline
@@ -32,7 +32,7 @@ from typing import Any
 
 from aiohttp import web
 
-from app.dp.types import WindowSpend
+from app.dp.types import Release, WindowSpend
 from app.metrics import REGISTRY
 from app.stream.config import StreamConfig
 from app.stream.ops.budget_view import budget_json, utc
@@ -59,54 +59,65 @@ class _Stream:
     releases: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RING))
 
 
-_lock = threading.Lock()
-_streams: dict[str, _Stream] = {}
+class StatusBoard:
+    """What the status page and ``/budget`` show: per stream, the last releases and the window
+    budget. The worker builds one, hands it to the release protocol as a listener
+    (:class:`~app.stream.release.protocol.ReleaseListener`) and to the HTTP service, which
+    serves it from its own thread (hence the lock)."""
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._streams: dict[str, _Stream] = {}
 
-def remember(stream: StreamConfig, record: bytes | None, window: Sequence[WindowSpend]) -> None:
-    """Keep ``record`` (a ``releases`` value, or ``None``) and the stream's window budget.
+    # -- the listener -------------------------------------------------------------------------
+    def on_report(
+        self, stream: StreamConfig, window: Sequence[WindowSpend], records: Sequence[bytes]
+    ) -> None:
+        """Keep ``records`` (published ``releases`` values) and the stream's window budget
+        (``window_report()`` after them). A slot seen again (re-published after a restart)
+        replaces its earlier copy."""
+        with self._lock:
+            state = self._streams.get(stream.id)
+            if state is None:
+                state = self._streams[stream.id] = _Stream(stream, window, None)
+            state.config, state.window = stream, window
+            for record in records:
+                release = unpack(record)
+                slot = int(release["slot"])
+                kept = [r for r in state.releases if r["slot"] != slot]
+                state.releases.clear()
+                state.releases.extend(sorted([*kept, release], key=lambda r: int(r["slot"])))
+                last = state.last_slot
+                state.last_slot = max(slot, last if last is not None else slot)
 
-    ``window`` is the mechanism's ``window_report()`` after that release. A slot seen again
-    (re-published after a restart) replaces its earlier copy.
-    """
-    release = unpack(record) if record is not None else None
-    with _lock:
-        state = _streams.get(stream.id)
-        if state is None:
-            state = _streams[stream.id] = _Stream(stream, window, None)
-        state.config, state.window = stream, window
-        if release is None:
-            return
-        slot = int(release["slot"])
-        kept = [r for r in state.releases if r["slot"] != slot]
-        state.releases.clear()
-        state.releases.extend(sorted([*kept, release], key=lambda r: int(r["slot"])))
-        state.last_slot = max(slot, state.last_slot if state.last_slot is not None else slot)
+    def on_release(self, stream: StreamConfig, released: Sequence[tuple[int, Release]]) -> None:
+        """Nothing: the page shows published records, which :meth:`on_report` receives."""
 
+    # -- the views ----------------------------------------------------------------------------
+    def budget_document(self) -> dict[str, Any]:
+        """The ``GET /budget`` body."""
+        with self._lock:
+            streams = [budget_json(s.config, s.window, s.last_slot)
+                       for s in self._streams.values()]  # fmt: skip
+        return {"as_of_utc": utc(time.time()), "streams": streams}
 
-def forget() -> None:
-    """Drop everything remembered (tests)."""
-    with _lock:
-        _streams.clear()
+    async def budget(self, request: web.Request) -> web.Response:
+        """``GET /budget``: the window budget of every stream as JSON."""
+        return web.Response(
+            text=json.dumps(self.budget_document(), indent=1) + "\n",
+            content_type="application/json",
+        )
 
+    async def page(self, request: web.Request) -> web.Response:
+        """``GET /``: the status page."""
+        return web.Response(text=self.render_page(), content_type="text/html", charset="utf-8")
 
-def budget_document() -> dict[str, Any]:
-    """The ``GET /budget`` body."""
-    with _lock:
-        streams = [budget_json(s.config, s.window, s.last_slot) for s in _streams.values()]
-    return {"as_of_utc": utc(time.time()), "streams": streams}
-
-
-async def budget(request: web.Request) -> web.Response:
-    """``GET /budget``: the window budget of every stream as JSON."""
-    return web.Response(
-        text=json.dumps(budget_document(), indent=1) + "\n", content_type="application/json"
-    )
-
-
-async def page(request: web.Request) -> web.Response:
-    """``GET /``: the status page."""
-    return web.Response(text=render_page(), content_type="text/html", charset="utf-8")
+    def render_page(self) -> str:
+        """The whole page as HTML (see the module docstring)."""
+        with self._lock:
+            streams = [(s.config, list(s.releases), s.window, s.last_slot)
+                       for s in self._streams.values()]  # fmt: skip
+        return _render(streams)
 
 
 # -- the page -----------------------------------------------------------------------------------
@@ -120,10 +131,9 @@ def _samples(family_name: str) -> list[tuple[dict[str, str], float]]:
     return []
 
 
-def render_page() -> str:
-    """The whole page as HTML (see the module docstring)."""
-    with _lock:
-        streams = [(s.config, list(s.releases), s.window, s.last_slot) for s in _streams.values()]
+def _render(
+    streams: list[tuple[StreamConfig, list[dict[str, Any]], Sequence[WindowSpend], int | None]],
+) -> str:
     e = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, MutableMapping, Sequence
 
 from app.stream.config import Settings
 from app.stream.errors import ConfigError
@@ -31,7 +31,13 @@ from app.stream.release.entry import LedgerEntry
 from app.stream.release.guard import Guard
 from app.stream.release.local import LocalDriver
 from app.stream.release.local_levels import ReadPreferences
-from app.stream.release.protocol import Persist, Produce, Publisher, StateMismatch
+from app.stream.release.protocol import (
+    Persist,
+    Produce,
+    Publisher,
+    ReleaseListener,
+    StateMismatch,
+)
 from app.stream.topics import Topics
 
 __all__ = ["LedgerEntry", "Publisher", "Releaser", "StateMismatch"]
@@ -53,6 +59,7 @@ class Releaser:
         clock: Callable[[], float] = time.time,
         preferences: ReadPreferences | None = None,
         late: LateSlots | None = None,
+        listeners: Sequence[ReleaseListener] = (),
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -65,7 +72,7 @@ class Releaser:
             "central": topics.spec("events").partitions,
             "local": topics.spec("reports").partitions,
         }
-        self.publisher = Publisher(settings, topics, ledger, produce, persist)
+        self.publisher = Publisher(settings, topics, ledger, produce, persist, listeners)
         self.central = CentralDriver(self.publisher, slots, clock, self.late)
         self.local = LocalDriver(self.publisher, slots, clock, preferences)
         self.failed: dict[str, str] = {}

@@ -19,6 +19,11 @@ Both drivers (:mod:`~app.stream.release.central`, :mod:`~app.stream.release.loca
 5. **Mark**: it sets ``published = True``.
 6. **Commit**: Faust commits the ``partials`` offsets afterwards (at least once).
 
+Then the publisher notifies its listeners (:class:`ReleaseListener`): the Prometheus figures
+(:class:`~app.stream.ops.release_metrics.ReleaseMetrics`, always there) and the worker's status
+board (:class:`~app.stream.ops.status.StatusBoard`). Listeners only observe: nothing they do
+feeds back into the protocol.
+
 After a crash anywhere above, the restarted driver finds either the old entry (steps 1-2 not
 done: it recomputes from the same inputs and key, hence the same histograms; only
 ``released_at`` may differ, for records no one has seen) or the new one; if
@@ -31,18 +36,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from app import metrics
 from app.dp.errors import StateMismatchError
 from app.dp.mechanism import Mechanism
 from app.dp.noise import keyed_rng
-from app.dp.types import Release
+from app.dp.types import Release, WindowSpend
 from app.stream.config import Settings, StreamConfig
 from app.stream.errors import ConfigError
-from app.stream.ops import status
+from app.stream.ops.release_metrics import ReleaseMetrics
 from app.stream.records import encode_release
 from app.stream.release import faults
 from app.stream.release.entry import LedgerEntry
@@ -52,6 +56,19 @@ log = logging.getLogger(__name__)
 
 Produce = Callable[[str, bytes, bytes], Awaitable[None]]
 Persist = Callable[[], Awaitable[None]]
+
+
+class ReleaseListener(Protocol):
+    """What the publisher tells observers (metrics, the status board)."""
+
+    def on_release(self, stream: StreamConfig, released: Sequence[tuple[int, Release]]) -> None:
+        """Releases of ``stream`` were published and marked (steps 4-5)."""
+
+    def on_report(
+        self, stream: StreamConfig, window: Sequence[WindowSpend], records: Sequence[bytes]
+    ) -> None:
+        """The stream's ledger was reported: its window budget after the published
+        ``records`` (``releases`` values; none at start or before a period's end)."""
 
 
 class StateMismatch(ConfigError):
@@ -88,8 +105,11 @@ class Publisher:
         ledger: MutableMapping[str, bytes],
         produce: Produce,
         persist: Persist,
+        listeners: Sequence[ReleaseListener] = (),
     ) -> None:
         self.topics = topics
+        self.metrics = ReleaseMetrics()
+        self.listeners: tuple[ReleaseListener, ...] = (self.metrics, *listeners)
         self.ledger = ledger
         self.produce = produce
         self.persist = persist
@@ -180,16 +200,11 @@ class Publisher:
             faults.after_period_record()  # tests only: kill -9 here on request
         if outbox:
             await self.publish(stream, entry)  # 4. Publish, 5. Mark.
-        now = time.time()
         for rel_slot, rel in releases:
-            metrics.RELEASE_LATENCY.labels(sid).observe(max(0.0, now - stream.slots.end(rel_slot)))
-            metrics.RELEASES.labels(sid, "fresh" if rel.fresh else "approximated").inc()
-            for name, spent in zip(stream.level_names, rel.spent, strict=True):
-                metrics.EPSILON_SPENT.labels(sid, name).inc(float(spent))
             log.info("released stream=%s slot=%d fresh=%s status=%s delayed=%s", sid,
                      rel_slot, rel.fresh, rel.status, rel_slot < slot)  # fmt: skip
-        if releases:
-            metrics.LAST_RELEASE_TIMESTAMP.labels(sid).set(now)
+        for listener in self.listeners:
+            listener.on_release(stream, releases)
         self.report(stream, mech, entry)
         return entry
 
@@ -212,19 +227,12 @@ class Publisher:
 
     # -- gauges -------------------------------------------------------------------------------
     def report(self, stream: StreamConfig, mech: Mechanism, entry: LedgerEntry) -> None:
-        """Set the budget gauges from the mechanism's ledger (at start and after a release)."""
+        """Tell the listeners the stream's window budget and its published records (at start
+        and after a release)."""
         self._reported.add(stream.id)
-        sid = stream.id
-        metrics.SLOT_SECONDS.labels(sid).set(stream.slot_s)
         if entry.recent:  # a period mechanism has stepped past slots it has not released yet
-            metrics.LAST_RELEASED_SLOT.labels(sid).set(entry.recent[-1][0])
+            self.metrics.on_last_slot(stream, int(entry.recent[-1][0]))
         window = mech.window_report()
-        for name, spend in zip(stream.level_names, window, strict=True):
-            metrics.WINDOW_BUDGET_SPENT.labels(sid, name).set(float(spend.spent))
-            metrics.WINDOW_BUDGET_FRACTION.labels(sid, name).set(spend.fraction)
-            metrics.GROUP_EPSILON.labels(sid, name).set(spend.eps)
-        published: list[bytes | None] = [
-            v for role, v in entry.outbox if role == "releases" and entry.published
-        ]
-        for record in published or [None]:
-            status.remember(stream, record, window)  # the status page's ring and budget
+        published = [v for role, v in entry.outbox if role == "releases" and entry.published]
+        for listener in self.listeners:
+            listener.on_report(stream, window, published)
