@@ -132,8 +132,19 @@ def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``dpstream bench throughput`` (here, so ``--help`` imports no numpy)."""
     parser.add_argument("--events", type=int, default=300_000, help="events to push through")
     parser.add_argument("--users", type=int, default=50_000, help="distinct users")
-    parser.add_argument("--slots", type=int, default=10, help="slots the events fall into")
     parser.add_argument("--slot-s", type=float, default=1.0, help="slot length in seconds")
+    parser.add_argument("--workers", type=int, default=1, help="workers in one group (K)")
+    parser.add_argument(
+        "--partitions", type=int, default=0, help="events partitions (default: topics/events.yaml)"
+    )
+    parser.add_argument("--producers", type=int, default=1, help="producer processes")
+    parser.add_argument("--idle-s", type=float, default=3.0, help="idle CPU measured this long")
+    parser.add_argument("--rate", type=float, default=20_000, help="events/s of the latency phase")
+    parser.add_argument(
+        "--latency-s", type=float, default=10.0, help="length of the latency phase (0: skip)"
+    )
+    parser.add_argument("--timeout-s", type=float, default=180.0, help="give up after this")
+    parser.add_argument("--verbose", action="store_true", help="show the workers' stderr")
     parser.add_argument(
         "--broker",
         default=os.environ.get("DPSTREAM_BROKER"),

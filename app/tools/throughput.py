@@ -1,18 +1,29 @@
-"""``dpstream bench throughput``: events/s through the worker, release latency, bare loops.
+"""``dpstream bench throughput``: CPU per event of the worker against bare loops; latency.
 
 Method (one broker: ``$DPSTREAM_BROKER`` or ``--broker``, else an embedded Tansu):
 
-1. Create a fresh set of topics (unique prefix) and produce ``--events`` msgpack events for
-   ``--users`` users into ``events``, timestamped in ``--slots`` slots that start ~20 s in the
-   future, so that every event is accepted into an open slot whenever the worker reads it.
-2. Start ``dpstream worker`` (wall clock, PBA, two levels, d = 10) and scrape its
-   ``/metrics`` every 50 ms: throughput = events / time between the first and the last
-   counted event (the consumer-group join is not included). This is the real ingest path:
-   decode, validate, assign the slot, one value per user per slot, counts per group.
-3. Read ``releases``; latency of each slot = arrival at the bench consumer minus the slot's
-   end + grace (p50/p99 over the slots).
-4. Bare loops on the same topic and broker, no Faust: aiokafka ``getmany`` and confluent-kafka
-   ``consume``, each with msgpack decode and a ``bincount`` per batch; print the ratios.
+1. Create a fresh set of topics (unique prefix; ``--partitions P`` rewrites the ``events`` and
+   ``preferences`` specs into a temporary ``$DPSTREAM_TOPICS_DIR``) and start ``--workers K``
+   ``dpstream worker`` processes in one group (wall clock, PBA, two levels, d = 10). Wait until
+   every ``/readyz`` has answered 200 for a while (all K hold partitions and have caught up).
+2. Idle rate: each worker's CPU time (user + system of the process and all its threads, from
+   ``/proc/<pid>/stat``) over ``--idle-s`` seconds of no input.
+3. Throughput: ``--producers J`` processes produce ``--events`` msgpack events for ``--users``
+   users, stamped with the wall clock, *after* the workers are ready. The clock runs from the
+   first send to the moment the workers' exact event counters (``/metrics``, data counts on)
+   reach the total. **CPU per event** = (the workers' CPU over that interval minus the idle rate
+   times its length) / events: robust on a shared machine, unlike events/s, which is bounded by
+   whatever else runs on the cores (the producers and the broker here).
+4. Latency: ``--rate`` events/s for ``--latency-s`` seconds; a consumer that has been reading
+   ``releases`` since step 1 notes when each slot's release arrives; latency = arrival minus
+   the slot's end + grace (p50/p99 over the slots that ended inside the paced phase).
+5. Bare loops, the ceiling: K processes, each an aiokafka ``getmany`` + msgpack decode +
+   ``bincount`` loop on its share of the partitions of the same topic (every event of steps 3-4),
+   with their own CPU time (``time.process_time``) until their last record.
+
+Every figure is printed with the machine's core count and load average: wall-clock figures
+from a machine shared with the broker and the producers say little; CPU per event is the figure
+to compare.
 """
 
 from __future__ import annotations
@@ -20,25 +31,31 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import multiprocessing
 import os
 import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import msgpack
 import numpy as np
 
 from app.stream.collect.partitioning import PRODUCER_CONFIG
-from app.stream.topics import create_topics, load_topics
+from app.stream.topics import TOPICS_DIR, create_topics, load_topics
 from app.tools.broker import EmbeddedBroker, free_port
 
 TARGET_EVENTS_S = 50_000
 GRACE_S = 0.3
 LABELS = [f"c{i}" for i in range(10)]
+READY_HOLD_S = 3.0
+"""Every worker must answer ``/readyz`` 200 this long in a row before events are produced."""
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _streams_yaml(slot_s: float) -> str:
@@ -52,40 +69,87 @@ def _streams_yaml(slot_s: float) -> str:
     )
 
 
-def _produce(
-    bootstrap: str, topic: str, n: int, users: int, first_slot: int, slots: int, slot_s: float
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` and all its threads (``/proc/<pid>/stat``)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": field 3 is fields[0]
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of process ``pid`` in MiB (``/proc/<pid>/status``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return math.nan
+
+
+def machine() -> str:
+    """Cores and load average, printed beside every figure."""
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{os.cpu_count()} cores, load average {load}"
+
+
+def _produce_part(
+    bootstrap: str, topic: str, n: int, users: int, first_user: int, rate: float, seed: int
 ) -> float:
+    """Produce ``n`` events stamped with the wall clock (``rate`` > 0: paced); events/s."""
     from confluent_kafka import Producer
 
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
-            "linger.ms": 50,
+            "linger.ms": 20,
             "batch.num.messages": 10_000,
             "queue.buffering.max.messages": 500_000,
             **PRODUCER_CONFIG,
         }
     )
-    rng = np.random.default_rng(1)
-    values = rng.integers(0, len(LABELS), n)
+    values = np.random.default_rng(seed).integers(0, len(LABELS), n).tolist()
+    names = [f"u{(first_user + i) % users}" for i in range(min(n, users))]
+    keys = [name.encode() for name in names]
+    packb, produce, poll = msgpack.packb, producer.produce, producer.poll
     started = time.perf_counter()
-    for i in range(n):
-        user = f"u{i % users}"
-        ts = (first_slot + i % slots) * slot_s + slot_s / 2
-        event = {"stream": "bench", "user": user, "ts": ts, "value": int(values[i])}
-        while True:
-            try:
-                producer.produce(topic, key=user.encode(), value=msgpack.packb(event))
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if i % 5000 == 0:
-            producer.poll(0)
+    chunk = 1000 if rate <= 0 else max(1, int(rate / 100))
+    for lo in range(0, n, chunk):
+        if rate > 0:
+            ahead = started + lo / rate - time.perf_counter()
+            if ahead > 0:
+                time.sleep(ahead)
+        ts = time.time()
+        for i in range(lo, min(n, lo + chunk)):
+            j = i % len(names)
+            event = {"stream": "bench", "user": names[j], "ts": ts, "value": values[i]}
+            while True:
+                try:
+                    produce(topic, key=keys[j], value=packb(event))
+                    break
+                except BufferError:
+                    poll(0.05)
+        poll(0)
     producer.flush(60)
     return n / (time.perf_counter() - started)
 
 
+def _produce(args: argparse.Namespace, bootstrap: str, topic: str, n: int, rate: float) -> float:
+    """Produce ``n`` events from ``--producers`` processes; the total events/s."""
+    jobs = max(1, args.producers)
+    ctx = multiprocessing.get_context("spawn")
+    started = time.perf_counter()
+    with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+        shares = [n // jobs + (1 if j < n % jobs else 0) for j in range(jobs)]
+        futures = [
+            pool.submit(_produce_part, bootstrap, topic, share, args.users,
+                        j * (args.users // jobs), rate / jobs, secrets.randbits(32))
+            for j, share in enumerate(shares)
+        ]  # fmt: skip
+        for f in futures:
+            f.result()
+    return n / (time.perf_counter() - started)
+
+
 def _counted(port: int) -> float:
+    """The worker's exact event counter (every outcome), or -1 when it does not answer."""
     url = f"http://127.0.0.1:{port}/metrics"
     try:
         with urllib.request.urlopen(url, timeout=1) as r:  # noqa: S310 - loopback only
@@ -99,10 +163,22 @@ def _counted(port: int) -> float:
     )
 
 
-def _bare_aiokafka(bootstrap: str, topic: str, n: int) -> float:
+def _ready(port: int) -> bool:
+    url = f"http://127.0.0.1:{port}/readyz"
+    try:
+        with urllib.request.urlopen(url, timeout=1) as r:  # noqa: S310 - loopback only
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def _bare_aiokafka(bootstrap: str, topic: str, partitions: list[int]) -> tuple[int, float, float]:
+    """One bare loop on ``partitions``: (events, CPU seconds, wall seconds) to its last record.
+
+    It stops after 2 s without records (Tansu's end offsets are not exact)."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    async def run() -> float:
+    async def run() -> tuple[int, float, float]:
         c = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
             enable_auto_commit=False,
@@ -111,170 +187,235 @@ def _bare_aiokafka(bootstrap: str, topic: str, n: int) -> float:
         )
         await c.start()
         try:
-            parts = c.partitions_for_topic(topic) or set()
-            if not parts:
-                await c.topics()
-                parts = c.partitions_for_topic(topic) or set()
-            tps = [TopicPartition(topic, p) for p in parts]
+            tps = [TopicPartition(topic, p) for p in partitions]
             c.assign(tps)
             await c.seek_to_beginning(*tps)
-            seen, started = 0, time.perf_counter()
-            while seen < n:
-                batches = await c.getmany(timeout_ms=1000, max_records=20_000)
+            seen, cpu0, wall0 = 0, time.process_time(), time.perf_counter()
+            cpu, wall, quiet_since = cpu0, wall0, time.monotonic()
+            while time.monotonic() - quiet_since < 2.0:
+                batches = await c.getmany(timeout_ms=200, max_records=20_000)
                 for records in batches.values():
                     vals = [msgpack.unpackb(r.value)["value"] for r in records]
                     np.bincount(np.asarray(vals, dtype=np.int64), minlength=len(LABELS))
                     seen += len(records)
-            return seen / (time.perf_counter() - started)
+                if batches:
+                    cpu, wall = time.process_time(), time.perf_counter()
+                    quiet_since = time.monotonic()
+            return seen, cpu - cpu0, wall - wall0
         finally:
             await c.stop()
 
     return asyncio.run(run())
 
 
-def _bare_confluent(bootstrap: str, topic: str, n: int) -> float:
-    from confluent_kafka import Consumer, TopicPartition
+class ReleaseWatch(threading.Thread):
+    """Reads ``releases`` from the start and notes when each slot's release first arrives."""
 
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bare-{secrets.token_hex(4)}",
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        meta = c.list_topics(topic, timeout=10).topics[topic]
-        c.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
-        seen, started = 0, time.perf_counter()
-        while seen < n:
-            msgs = [m for m in c.consume(10_000, timeout=1.0) if not m.error()]
-            vals = [msgpack.unpackb(m.value() or b"\xc0")["value"] for m in msgs]
-            np.bincount(np.asarray(vals, dtype=np.int64), minlength=len(LABELS))
-            seen += len(msgs)
-        return seen / (time.perf_counter() - started)
-    finally:
-        c.close()
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic = bootstrap, topic
+        self.arrived: dict[int, float] = {}
+        self.stop = threading.Event()
 
+    def run(self) -> None:
+        from confluent_kafka import Consumer, TopicPartition
 
-def _release_latencies(
-    bootstrap: str, topic: str, slots: set[int], slot_s: float, timeout_s: float
-) -> list[float]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"lat-{secrets.token_hex(4)}",
-            "enable.auto.commit": False,
-        }
-    )
-    out: dict[int, float] = {}
-    try:
-        meta = c.list_topics(topic, timeout=10).topics[topic]
-        c.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not slots <= set(out):
-            m = c.poll(0.05)
-            if m is None or m.error():
-                continue
-            slot = msgpack.unpackb(m.value() or b"\xc0")["slot"]
-            if slot in slots and slot not in out:
-                out[slot] = time.time() - ((slot + 1) * slot_s + GRACE_S)
-    finally:
-        c.close()
-    return sorted(out.values())
-
-
-def run_throughput(args: argparse.Namespace) -> int:
-    """Run the benchmark and print the figures; 0 if the target was reached, 1 otherwise."""
-    broker = None if args.broker else EmbeddedBroker().start()
-    bootstrap = args.broker or broker.bootstrap  # type: ignore[union-attr]
-    work = tempfile.TemporaryDirectory(prefix="dpstream-bench-")
-    worker: subprocess.Popen[bytes] | None = None
-    try:
-        prefix = f"bench-{secrets.token_hex(3)}."
-        topics = load_topics(prefix)
-        create_topics(topics, {"bootstrap.servers": bootstrap})
-        first_slot = math.floor((time.time() + 25) / args.slot_s)
-        rate = _produce(
-            bootstrap, topics.events, args.events, args.users, first_slot, args.slots, args.slot_s
+        c = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "enable.auto.commit": False,
+                "group.id": f"lat-{secrets.token_hex(4)}",
+                "fetch.wait.max.ms": 10,
+            }
         )
-        print(f"produced {args.events:,} events ({rate:,.0f}/s)")
-        config = Path(work.name) / "streams.yaml"
-        config.write_text(_streams_yaml(args.slot_s))
+        try:
+            meta = c.list_topics(self.topic, timeout=10).topics[self.topic]
+            c.assign([TopicPartition(self.topic, p, 0) for p in meta.partitions])
+            while not self.stop.is_set():
+                m = c.poll(0.05)
+                if m is None or m.error():
+                    continue
+                slot = msgpack.unpackb(m.value() or b"\xc0")["slot"]
+                self.arrived.setdefault(slot, time.time())
+        finally:
+            c.close()
+
+
+def _topics_dir(partitions: int, into: Path) -> Path:
+    """A copy of ``topics/`` with ``events`` and ``preferences`` at ``partitions``."""
+    into.mkdir()
+    for spec in TOPICS_DIR.glob("*.yaml"):
+        text = spec.read_text()
+        if spec.stem in ("events", "preferences"):
+            lines = [f"partitions: {partitions}" if line.startswith("partitions:") else line
+                     for line in text.splitlines()]  # fmt: skip
+            text = "\n".join(lines) + "\n"
+        (into / spec.name).write_text(text)
+    return into
+
+
+def _start_workers(
+    args: argparse.Namespace, bootstrap: str, prefix: str, work: Path, topics_dir: Path
+) -> list[tuple[subprocess.Popen[bytes], int]]:
+    config = work / "streams.yaml"
+    config.write_text(_streams_yaml(args.slot_s))
+    out = []
+    for k in range(args.workers):
         port = free_port()
         env = {
             **os.environ,
             "DPSTREAM_BROKER": bootstrap,
             "DPSTREAM_CONFIG": str(config),
-            "DPSTREAM_STATE_DIR": str(Path(work.name) / "state"),
+            "DPSTREAM_TOPICS_DIR": str(topics_dir),
+            "DPSTREAM_STATE_DIR": str(work / f"state-{k}"),
             "DPSTREAM_METRICS_PORT": str(port),
             "DPSTREAM_METRICS_BIND": "127.0.0.1",
             "DPSTREAM_NOISE_KEY": secrets.token_hex(32),
             "DPSTREAM_TOPIC_PREFIX": prefix,
             "DPSTREAM_SESSION_TIMEOUT_S": "6",
             "DPSTREAM_LOG_LEVEL": "WARNING",
-            # Synthetic data: the bench reads the exact event counter to time the ingest.
+            # Synthetic data: the bench reads the exact event counter.
             "DPSTREAM_EXPOSE_DATA_COUNTS": "true",
         }
-        worker = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", "app.stream", "worker"],
             env=env,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=None if args.verbose else subprocess.DEVNULL,
         )
-        first = last = None
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            n = _counted(port)
-            now = time.perf_counter()
-            if n > 0 and first is None:
-                first = now
-            if n >= args.events:
-                last = now
-                break
-            time.sleep(0.05)
-        if first is None or last is None or last <= first:
-            print("worker did not count every event in time")
+        out.append((proc, port))
+    return out
+
+
+def _wait_ready(workers: list[tuple[subprocess.Popen[bytes], int]], timeout_s: float) -> bool:
+    deadline, since = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p, _ in workers):
+            return False
+        if all(_ready(port) for _, port in workers):
+            since = since or time.monotonic()
+            if time.monotonic() - since >= READY_HOLD_S:
+                return True
+        else:
+            since = None
+        time.sleep(0.2)
+    return False
+
+
+def _until_counted(ports: list[int], total: float, timeout_s: float) -> float | None:
+    """Wait until the workers' counters sum to ``total``; the perf_counter time, or None."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if sum(max(0.0, _counted(port)) for port in ports) >= total:
+            return time.perf_counter()
+        time.sleep(0.05)
+    return None
+
+
+def run_throughput(args: argparse.Namespace) -> int:
+    """Run the benchmark and print the figures; 0 if it completed, 1 otherwise."""
+    broker = None if args.broker else EmbeddedBroker().start()
+    bootstrap = args.broker or broker.bootstrap  # type: ignore[union-attr]
+    work_dir = tempfile.TemporaryDirectory(prefix="dpstream-bench-")
+    work = Path(work_dir.name)
+    workers: list[tuple[subprocess.Popen[bytes], int]] = []
+    watch: ReleaseWatch | None = None
+    try:
+        prefix = f"bench-{secrets.token_hex(3)}."
+        topics_dir = _topics_dir(args.partitions, work / "topics") if args.partitions else None
+        topics = load_topics(prefix, topics_dir)
+        partitions = topics.spec("events").partitions
+        create_topics(topics, {"bootstrap.servers": bootstrap})
+        watch = ReleaseWatch(bootstrap, topics.releases)
+        watch.start()
+        workers = _start_workers(args, bootstrap, prefix, work, topics_dir or TOPICS_DIR)
+        pids, ports = [p.pid for p, _ in workers], [port for _, port in workers]
+        print(f"machine: {machine()}; {args.workers} worker(s), {partitions} partitions")
+        if not _wait_ready(workers, timeout_s=180):
+            print("the workers did not all become ready")
             return 1
-        worker_rate = args.events / (last - first)
+        # 2. idle rate
+        cpu0, t0 = sum(map(cpu_seconds, pids)), time.perf_counter()
+        rss0 = [rss_mb(pid) for pid in pids]
+        time.sleep(args.idle_s)
+        idle_rate = (sum(map(cpu_seconds, pids)) - cpu0) / (time.perf_counter() - t0)
+        # 3. throughput
+        n = args.events
+        cpu0, t0 = sum(map(cpu_seconds, pids)), time.perf_counter()
+        rate = _produce(args, bootstrap, topics.events, n, rate=0.0)
+        t1 = _until_counted(ports, n, timeout_s=args.timeout_s)
+        if t1 is None:
+            print("the workers did not count every event in time")
+            return 1
+        busy = sum(map(cpu_seconds, pids)) - cpu0 - idle_rate * (t1 - t0)
+        worker_us = busy / n * 1e6
+        print(f"produced {n:,} events from {args.producers} process(es) at {rate:,.0f}/s")
         print(
-            f"worker ingest: {worker_rate:,.0f} events/s "
-            f"({args.events:,} events in {last - first:.2f} s; target {TARGET_EVENTS_S:,})"
+            f"workers: {n / (t1 - t0):,.0f} events/s wall ({n:,} in {t1 - t0:.2f} s from the "
+            f"first send); CPU {worker_us:.2f} us/event (idle {idle_rate * 100:.1f}% of a core "
+            f"subtracted); {machine()}"
         )
-        slots = set(range(first_slot, first_slot + args.slots))
-        lat = _release_latencies(
-            bootstrap,
-            topics.releases,
-            slots,
-            args.slot_s,
-            timeout_s=(first_slot + args.slots) * args.slot_s - time.time() + 30,
-        )
-        if lat:
-            p50, p99 = np.percentile(lat, 50), np.percentile(lat, 99)
-            print(
-                f"slot close -> release at the consumer: p50 {p50:.3f} s, p99 {p99:.3f} s "
-                f"over {len(lat)} slots"
-            )
+        # 4. latency at a paced rate
+        lat: list[float] = []
+        if args.latency_s > 0:
+            t_start = time.time()
+            m = int(args.rate * args.latency_s)
+            _produce(args, bootstrap, topics.events, m, rate=args.rate)
+            t_end = time.time()
+            n += m
+            _until_counted(ports, n, timeout_s=args.timeout_s)
+            ended = [s for s in range(math.ceil(t_start / args.slot_s), int(t_end / args.slot_s))
+                     if (s + 1) * args.slot_s <= t_end]  # fmt: skip
+            deadline = time.monotonic() + 10 + 3 * args.slot_s
+            while time.monotonic() < deadline and not set(ended) <= set(watch.arrived):
+                time.sleep(0.1)
+            lat = sorted(watch.arrived[s] - ((s + 1) * args.slot_s + GRACE_S)
+                         for s in ended if s in watch.arrived)  # fmt: skip
+            if lat:
+                print(
+                    f"slot close -> release at a consumer, {args.rate:,.0f} events/s: "
+                    f"p50 {np.percentile(lat, 50):.3f} s, p99 {np.percentile(lat, 99):.3f} s, "
+                    f"max {lat[-1]:.3f} s over {len(lat)} of {len(ended)} slots; {machine()}"
+                )
+            else:
+                print(f"no release arrived for the {len(ended)} slots of the paced phase")
+        rss = [rss_mb(pid) for pid in pids]
+        grew = ", ".join(f"{a:.0f} -> {b:.0f}" for a, b in zip(rss0, rss, strict=True))
+        print(f"worker RSS MiB (ready -> end): {grew}")
+        # 5. bare loops on partition shares
         if not args.skip_bare:
-            aio = _bare_aiokafka(bootstrap, topics.events, args.events)
-            ck = _bare_confluent(bootstrap, topics.events, args.events)
+            _stop_workers(workers)
+            workers = []
+            shares = [[p for p in range(partitions) if p % args.workers == k]
+                      for k in range(args.workers)]  # fmt: skip
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(len(shares), mp_context=ctx) as pool:
+                runs = list(pool.map(_bare_aiokafka, [bootstrap] * len(shares),
+                                     [topics.events] * len(shares), shares))  # fmt: skip
+            seen = sum(r[0] for r in runs)
+            bare_us = sum(r[1] for r in runs) / max(1, seen) * 1e6
+            wall = max(r[2] for r in runs)
             print(
-                f"bare aiokafka getmany+decode+bincount: {aio:,.0f} events/s "
-                f"(worker/bare = {worker_rate / aio:.2f})"
+                f"{len(shares)} bare aiokafka loop(s), getmany + msgpack + bincount: "
+                f"{seen / wall:,.0f} events/s wall ({seen:,} events); CPU {bare_us:.2f} us/event; "
+                f"{machine()}"
             )
-            print(
-                f"bare confluent consume+decode+bincount: {ck:,.0f} events/s "
-                f"(worker/bare = {worker_rate / ck:.2f})"
-            )
-        return 0 if worker_rate >= TARGET_EVENTS_S else 1
+            print(f"worker CPU per event / bare loop's: {worker_us / bare_us:.2f}x")
+        return 0
     finally:
-        if worker is not None:
-            worker.terminate()
-            try:
-                worker.wait(30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+        if watch is not None:
+            watch.stop.set()
+        _stop_workers(workers)
         if broker is not None:
             broker.stop()
-        work.cleanup()
+        work_dir.cleanup()
+
+
+def _stop_workers(workers: list[tuple[subprocess.Popen[bytes], int]]) -> None:
+    for proc, _ in workers:
+        proc.terminate()
+    for proc, _ in workers:
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
