@@ -54,8 +54,8 @@ def test_local_view_shows_population_window_and_pending_request(settings):
     run(r, Tick("loc", {}, 1).encode(), 95.0)
     run(r, Tick("loc", {}, 1).encode(), 100.1)  # slot 10, round 1 asked
     entry = LedgerEntry.decode(ledger["loc"])
-    assert entry.request is not None
-    value = msgpack.unpackb(entry.request)
+    assert entry.local.request is not None
+    value = msgpack.unpackb(entry.local.request)
     cohort = int(mask_users(CollectionRequest.from_dict(value["request"]), 60).sum())
     text = render(stream, entry)
     assert text.splitlines()[0] == f"stream loc: {stream.build_mechanism().describe()}"

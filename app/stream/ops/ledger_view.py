@@ -198,7 +198,7 @@ def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> li
     lines = [""]
     if mechanism.population_division:
         pop = mechanism.population
-        offset = entry.offset or 0
+        offset = entry.local.offset or 0
         available = int(pop.sizes[pop.age >= pop.w].sum())
         lines.append(
             f"population: {pop.users} users in {pop.buckets} buckets, w={pop.w}; at slot "
@@ -216,7 +216,7 @@ def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> li
             lines.append(f"{'':>4}slot {offset + pop.t - k:>12}: {used} users reported")
     else:
         lines.append(f"population: every one of {stream.users} users reports a share each slot")
-    raw = entry.request
+    raw = entry.local.request
     if raw is None:
         lines.append("pending request: none")
     else:
@@ -225,7 +225,7 @@ def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> li
         cohort = int(mask_users(request, stream.users).sum())
         lines.append(
             f"pending request: slot {value['slot']} round {request.round} cohort {cohort} "
-            f"users, deadline {value['deadline']:.3f}, sent: {entry.sent}"
+            f"users, deadline {value['deadline']:.3f}, sent: {entry.local.sent}"
         )
     return lines
 

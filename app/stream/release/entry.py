@@ -11,9 +11,10 @@ One entry per stream, rewritten at every step of the slot release protocol
   they are produced (a release and its audit record; a period mechanism may add several
   releases at once); ``published`` says whether the broker acknowledged all of them;
 - ``recent``: the last releases, for ``dpstream ledger show``;
-- local mode: ``offset`` (wall slot = ``offset`` + mechanism slot), ``request`` (the encoded
-  pending collection request, or None), ``sent``, ``deadline`` and, for a personalized stream,
-  ``levels`` (the book of the users' level changes read from ``preferences``).
+- ``local`` (:class:`LocalRound`, local mode only): ``offset`` (wall slot = ``offset`` +
+  mechanism slot), ``request`` (the encoded pending collection request, or None), ``sent``,
+  ``deadline`` and, for a personalized stream, ``levels`` (the book of the users' level
+  changes read from ``preferences``). The codec keeps one flat map, as earlier releases wrote.
 
 >>> e = LedgerEntry(state={"t": 1}, next_slot=5, outbox=[("releases", b"r")])
 >>> LedgerEntry.decode(e.encode()) == e
@@ -29,6 +30,21 @@ from app.stream.records import pack, unpack
 
 
 @dataclass
+class LocalRound:
+    """The local-mode part of a ledger entry: where the stream's pending request stands."""
+
+    offset: int | None = None
+    """Wall slot = ``offset`` + mechanism slot."""
+    request: bytes | None = None
+    """The encoded pending collection request (None: no round is open)."""
+    sent: bool = True
+    deadline: float = 0.0
+    levels: dict[str, Any] | None = None
+    """Personalized local streams: the users' level histories
+    (:mod:`app.stream.release.local_levels`)."""
+
+
+@dataclass
 class LedgerEntry:
     """One stream's ledger entry; see the module docstring."""
 
@@ -37,29 +53,30 @@ class LedgerEntry:
     outbox: list[tuple[str, bytes]] = field(default_factory=list)
     published: bool = True
     recent: list[Any] = field(default_factory=list)
-    offset: int | None = None
-    request: bytes | None = None
-    sent: bool = True
-    deadline: float = 0.0
-    levels: dict[str, Any] | None = None
-    """Personalized local streams: the users' level histories
-    (:mod:`app.stream.release.local_levels`)."""
     seq: int = 0
     """Bumped at every write: the driver's cached mechanism is valid while it matches."""
+    local: LocalRound = field(default_factory=LocalRound)
+    """Local mode only (a central stream keeps the defaults)."""
 
     def encode(self) -> bytes:
-        out = asdict(self)
+        """One flat map, as earlier releases wrote it (the local fields beside the others)."""
+        out = {k: v for k, v in asdict(self).items() if k != "local"}
         out["outbox"] = [[role, value] for role, value in self.outbox]
-        return pack(out)
+        return pack({**out, **asdict(self.local)})
 
     @classmethod
     def decode(cls, raw: bytes) -> LedgerEntry:
         data = unpack(raw)
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        local = LocalRound(**{k: v for k, v in data.items() if k in LOCAL_FIELDS})
+        known = {k: v for k, v in data.items() if k in CENTRAL_FIELDS}
         known["outbox"] = [(str(role), bytes(value)) for role, value in data.get("outbox", [])]
-        return cls(**known)
+        return cls(**known, local=local)
 
     def record(self, role: str) -> bytes | None:
         """The last value of the outbox for ``role`` (e.g. the last release), if any."""
         found = [value for r, value in self.outbox if r == role]
         return found[-1] if found else None
+
+
+LOCAL_FIELDS = frozenset(LocalRound.__dataclass_fields__)
+CENTRAL_FIELDS = frozenset(LedgerEntry.__dataclass_fields__) - {"local"}

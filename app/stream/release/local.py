@@ -55,7 +55,7 @@ from app.stream.internal import (
     encode_open_round,
 )
 from app.stream.records import encode_request, unpack
-from app.stream.release.entry import LedgerEntry
+from app.stream.release.entry import LedgerEntry, LocalRound
 from app.stream.release.local_levels import LevelBook, ReadPreferences
 from app.stream.release.protocol import Publisher
 
@@ -90,7 +90,7 @@ class LocalDriver:
         entry = self.pub.read(stream.id)
         if entry is not None:
             await self.pub.recover(stream, entry)
-            if entry.request is not None and not entry.sent:
+            if entry.local.request is not None and not entry.local.sent:
                 await self._send_request(stream, entry)
         if isinstance(msg, PartitionTally):
             self._merge(stream, entry, msg)
@@ -98,9 +98,9 @@ class LocalDriver:
 
     # -- state --------------------------------------------------------------------------------
     def _pending(self, entry: LedgerEntry | None) -> CollectionRequest | None:
-        if entry is None or entry.request is None:
+        if entry is None or entry.local.request is None:
             return None
-        return CollectionRequest.from_dict(unpack(entry.request)["request"])
+        return CollectionRequest.from_dict(unpack(entry.local.request)["request"])
 
     def _merge(
         self, stream: StreamConfig, entry: LedgerEntry | None, msg: PartitionTally
@@ -176,7 +176,8 @@ class LocalDriver:
                 start = stream.slots.start(slot)
                 if now < start:
                     return
-                entry = entry if entry is not None else LedgerEntry(offset=slot - (mech.t + 1))
+                if entry is None:
+                    entry = LedgerEntry(local=LocalRound(offset=slot - (mech.t + 1)))
                 # 1. Open.
                 if mech.takes_levels():
                     await self._assign_levels(stream, mech, entry, slot)
@@ -205,7 +206,7 @@ class LocalDriver:
         (:mod:`app.stream.release.local_levels`).
         The book is recorded with the slot's first write. A failed read only delays changes
         (each takes effect after the slot it is read in), so the slot goes on with the book."""
-        book = LevelBook.from_dict(stream.users, entry.levels)
+        book = LevelBook.from_dict(stream.users, entry.local.levels)
         if self.preferences is not None:
             try:
                 records = await self.preferences(dict(book.offsets))
@@ -215,7 +216,7 @@ class LocalDriver:
                 floor = stream.slots.start(slot - 1)  # effective from this slot at the earliest
                 book.apply(records, floor, initial=mech.t == 0)
         mech.assign(book.vector(stream, slot))
-        entry.levels = book.to_dict()
+        entry.local.levels = book.to_dict()
 
     def _next_slot(self, stream: StreamConfig, entry: LedgerEntry | None, now: float) -> int:
         if entry is not None and entry.next_slot is not None:
@@ -234,7 +235,7 @@ class LocalDriver:
         """
         cur = self._round(stream.id)
         complete = cur is not None and len(cur.parts) >= cur.of
-        since = max(entry.deadline, self.woke.get(stream.id, 0.0))
+        since = max(entry.local.deadline, self.woke.get(stream.id, 0.0))
         return complete or now >= since + stream.release_timeout_s
 
     def _tally(self, stream: StreamConfig, pending: CollectionRequest) -> Tally:
@@ -279,8 +280,8 @@ class LocalDriver:
         # 2. Record.
         entry.state = mech.state_dict()
         entry.next_slot = slot
-        entry.request = encode_request(stream, slot, deadline, request.to_dict())
-        entry.sent, entry.deadline = False, deadline
+        entry.local.request = encode_request(stream, slot, deadline, request.to_dict())
+        entry.local.sent, entry.local.deadline = False, deadline
         self.pub.write(sid, entry, mech)
         # 3. Persist.
         await self.pub.persist()
@@ -293,10 +294,10 @@ class LocalDriver:
         log.info("asked stream=%s slot=%d round=%s users=%d", sid, slot, request.round, asked)
 
     async def _send_request(self, stream: StreamConfig, entry: LedgerEntry) -> None:
-        assert entry.request is not None
+        assert entry.local.request is not None
         await self.pub.produce(self.pub.topics.collection_requests, stream.id.encode(),
-                               entry.request)  # fmt: skip
-        entry.sent = True
+                               entry.local.request)  # fmt: skip
+        entry.local.sent = True
         self.pub.write(stream.id, entry)
 
     async def _release(

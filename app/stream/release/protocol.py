@@ -191,7 +191,7 @@ class Publisher:
         entry.outbox = outbox
         entry.published = not outbox
         entry.recent = recent
-        entry.request, entry.sent = None, True
+        entry.local.request, entry.local.sent = None, True
         self.write(sid, entry, mech)  # 2. Record.
         if recorded is not None:
             recorded()
