@@ -158,6 +158,10 @@ class RoundDriven(Mechanism):
         """Users who may report at the current slot; None when everybody reports each slot."""
         return None
 
+    def report_budget(self, level: int) -> float | None:
+        """The budget one report of a user at ``level`` spends; None: the level's whole eps."""
+        return None
+
 
 def as_slotted(mechanism: Mechanism) -> SlotStepped:
     """``mechanism`` as a :class:`SlotStepped` one, or :class:`ParameterError`."""

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from app.client.releases import ReleaseReader
-from app.stream.config import Settings, load_settings
+from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.errors import ConfigError
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
 from app.stream.ops.status import DEMO_TRUTH_ENV
@@ -85,7 +85,7 @@ def _print_releases(
                 truth.dump(truth_file)  # the status page draws it (demo only)
 
 
-def per_user_spent(stream: Any, spent: float, level: str) -> float:
+def per_user_spent(stream: StreamConfig, spent: float, level: str) -> float:
     """What one user of ``level`` spent in a slot, from the release's ``spent`` figure.
 
     Central streams: ``spent`` is the level's budget for the slot, which is what each user
@@ -101,24 +101,26 @@ def per_user_spent(stream: Any, spent: float, level: str) -> float:
     from app.dp.errors import DPError
 
     try:
-        mechanism = stream.build_mechanism()
+        mechanism = stream.build_local()
     except DPError:  # an unknown name: show the raw figure
         return spent
-    if not getattr(mechanism, "population_division", False):
+    if not mechanism.population_division:
         return spent
     k = stream.level_index(level)
-    report = getattr(mechanism, "report_eps", None)
-    return float(min(spent, report[k] if report is not None else stream.levels[k].eps))
+    if k is None:  # a level the stream does not offer: the raw figure
+        return spent
+    report = mechanism.report_budget(k)
+    return float(min(spent, report if report is not None else stream.levels[k].eps))
 
 
-def _asks_cohorts(stream: Any) -> bool:
+def _asks_cohorts(stream: StreamConfig) -> bool:
     """A local stream whose rounds ask disjoint cohorts (population division)."""
     if not stream.local:
         return False
     from app.dp.errors import DPError
 
     try:
-        return bool(getattr(stream.build_mechanism(), "population_division", False))
+        return stream.build_local().population_division
     except DPError:
         return False
 

@@ -184,6 +184,10 @@ class PLDPMechanism(LocalMechanism):
         w = np.array([g.w for g in self.groups], dtype=np.int64)
         return w, np.array(self.shares, dtype=np.int64)
 
+    def report_budget(self, level: int) -> float:
+        """A report at ``level`` spends ``eps_k / s_k`` (the OPS share), or ``eps_k``."""
+        return float(self.report_eps[level])
+
     def level_use(self) -> LevelUse:
         """Users per level and those available at the population ledger's slot."""
         pop = self.population
