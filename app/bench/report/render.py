@@ -275,6 +275,12 @@ def _header(done: Done, items: Sequence[Claim], command: str, total_s: float,
         f"Summary: {counts[Verdict.AGREE]} agree, {counts[Verdict.PARTLY]} partly, "
         f"{counts[Verdict.DISAGREE]} disagree, {counts[Verdict.NOT_RUN]} not run.",
         "",
+        "The PWSM and LDP-IDS sections, Runs, Figures and Cost are rendered from the runs above; "
+        "the PLDP-IDS, (w,n)-DP and OptStream sections are kept by hand from `dpstream bench "
+        "pldp | wn | optstream` runs, each with its command, load and wall time, and the Summary "
+        "line counts their verdict tables too. One verb per paper: `dpstream bench pwsm | "
+        "ldp-ids | pldp | optstream | wn` (`--figure`, `--quick`, `--out`).",
+        "",
     ]
 
 
