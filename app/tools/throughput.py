@@ -2,10 +2,11 @@
 
 Method (one broker: ``$DPSTREAM_BROKER`` or ``--broker``, else an embedded Tansu):
 
-1. Create a fresh set of topics (unique prefix; ``--partitions P`` rewrites the ``events`` and
-   ``preferences`` specs into a temporary ``$DPSTREAM_TOPICS_DIR``) and start ``--workers K``
-   ``dpstream worker`` processes in one group (wall clock, PBA, two levels, d = 10). Wait until
-   every ``/readyz`` has answered 200 for a while (all K hold partitions and have caught up).
+1. Create a fresh set of topics (unique prefix; ``--partitions P`` rewrites the ``events``,
+   ``preferences`` and ``levels`` specs into a temporary ``$DPSTREAM_TOPICS_DIR``) and start
+   ``--workers K`` ``dpstream worker`` processes in one group (wall clock, PBA, two levels,
+   d = 10). Wait until every ``/readyz`` has answered 200 for a while (all K hold partitions
+   and have caught up).
 2. Idle rate: each worker's CPU time (user + system of the process and all its threads, from
    ``/proc/<pid>/stat``) over ``--idle-s`` seconds of no input, with ``/metrics`` scraped every
    200 ms as in step 3.
@@ -56,6 +57,8 @@ GRACE_S = 0.3
 LABELS = [f"c{i}" for i in range(10)]
 READY_HOLD_S = 3.0
 """Every worker must answer ``/readyz`` 200 this long in a row before events are produced."""
+CO_PARTITIONED = ("events", "preferences", "levels")
+"""The topic specs ``--partitions`` rewrites (a user's records share one partition number)."""
 SCRAPE_S = 0.2
 """How often the bench reads the workers' counters (each read costs the worker CPU)."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -245,11 +248,11 @@ class ReleaseWatch(threading.Thread):
 
 
 def _topics_dir(partitions: int, into: Path) -> Path:
-    """A copy of ``topics/`` with ``events`` and ``preferences`` at ``partitions``."""
+    """A copy of ``topics/`` with the co-partitioned topics at ``partitions``."""
     into.mkdir()
     for spec in TOPICS_DIR.glob("*.yaml"):
         text = spec.read_text()
-        if spec.stem in ("events", "preferences"):
+        if spec.stem in CO_PARTITIONED:
             lines = [f"partitions: {partitions}" if line.startswith("partitions:") else line
                      for line in text.splitlines()]  # fmt: skip
             text = "\n".join(lines) + "\n"
