@@ -46,6 +46,7 @@ from app.dp.local.ops import SPLIT_RULES, OPSResult, SplitRule, ops
 from app.dp.local.personal_population import PersonalPopulation
 from app.dp.local.pfo import estimate, merge, pldp_variance, project_simplex, report_error
 from app.dp.local.pue import pue
+from app.dp.local.simulate import drive
 from app.dp.local.wire import CollectionRequest, Tally
 from app.dp.types import FloatArray, Group, IntArray
 
@@ -290,8 +291,9 @@ def run_expected(
     rng = np.random.default_rng(0) if rng is None else rng
     out = []
     for f in freqs:
-        request = m.open_slot(rng)
-        while request is not None:
-            request = m.on_tally(expected_tally(request, m, f), rng)
-        out.append(m.close_slot())
+
+        def answer(request: CollectionRequest, f: Sequence[float] = f) -> Tally:
+            return expected_tally(request, m, f)
+
+        out.append(drive(m, answer, rng))
     return out
