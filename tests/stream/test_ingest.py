@@ -18,7 +18,7 @@ from aiokafka import TopicPartition
 
 from app import metrics
 from app.stream.collect import ingest
-from app.stream.collect.ingest import GAP_S, IngestService, tick_interval
+from app.stream.collect.ingest import GAP_S, IngestService
 from app.stream.collect.partitioning import partition_for
 from app.stream.records import unpack
 from app.stream.topics import load_topics
@@ -34,7 +34,8 @@ def test_tick_interval_is_a_quarter_of_the_shortest_slot_within_bounds(
     make_settings, central_stream, slots, expected
 ):
     streams = [central_stream(id=f"s{i}", slot_s=s) for i, s in enumerate(slots)]
-    assert tick_interval(make_settings(*streams)) == pytest.approx(expected)
+    svc = IngestService(make_settings(*streams), load_topics(), group_id="g")
+    assert svc.tick_s == pytest.approx(expected)
 
 
 def users_of(partition, partitions, n):
@@ -184,7 +185,7 @@ def flush_at(svc, t):
     svc.collector.partitions[0].caught_up = True
     svc.collector.observe_fetch(0, t - 5, at_end=True, gap_s=100)
     svc.collector.observe_fetch(0, t, at_end=True, gap_s=100)
-    asyncio.run(svc._flush())
+    asyncio.run(svc._flush(t))
 
 
 def data_count(outcome):
@@ -234,7 +235,7 @@ def test_fetch_observations_set_the_lag_and_the_partitions_state(service):
     service.collector.partitions[1].max_ts = wall - 500.0  # at its end: no lag
     for p in (0, 1):
         service._consumer.polled_ms[tps(service, p)[0]] = int((wall - 0.5) * 1000)
-    asyncio.run(service._observe_fetches(wall))
+    asyncio.run(service._observe(wall, {}))
     lag = metrics.REGISTRY.get_sample_value(
         "dpstream_consumer_lag_seconds", {"topic": service.source}
     )

@@ -19,7 +19,7 @@ import pytest
 from aiokafka import TopicPartition
 
 from app import metrics
-from app.stream.collect.reports import ReportService, tick_interval
+from app.stream.collect.reports import ReportService
 from app.stream.records import encode_request, unpack
 from app.stream.topics import load_topics
 
@@ -32,7 +32,8 @@ def test_tick_interval_is_a_quarter_of_the_shortest_round_within_bounds(
 ):
     streams = [local_stream(id=f"l{i}", round_s=r) for i, r in enumerate(rounds)]
     central = central_stream(slot_s=0.1)  # central slots do not count
-    assert tick_interval(make_settings(central, *streams)) == pytest.approx(expected)
+    svc = ReportService(make_settings(central, *streams), load_topics(), group_id="g")
+    assert svc.tick_s == pytest.approx(expected)
 
 
 @pytest.fixture

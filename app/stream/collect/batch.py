@@ -26,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
@@ -55,9 +56,27 @@ class Collecting(Protocol):
 
     def commit_offset(self, partition: int, position: int) -> int: ...
 
+    def add_batch(self, partition: int, records: list[Any], wall_now: float) -> list[Any]:
+        """Take one partition's records; the unusable ones as ``(BadEvent, record)`` pairs."""
+
+    def caught_up(self, partition: int) -> bool:
+        """Whether ``partition`` has caught up with its end at assignment."""
+
+    def mark_caught_up(self, partition: int) -> None: ...
+
     @property
     def partitions(self) -> Mapping[int, object]:
         """The partitions assigned to this worker (and their state)."""
+
+
+def tick_interval(periods: Iterable[float], ceiling: float) -> float:
+    """How often a consumer checks what is due: a quarter of the shortest of ``periods`` (slots
+    or rounds), at least 50 ms and at most ``ceiling``.
+
+    >>> tick_interval([10.0, 2.0], 1.0), tick_interval([0.1], 1.0), tick_interval([2.0], 0.25)
+    (0.5, 0.05, 0.25)
+    """
+    return min(ceiling, max(0.05, min(periods) / 4))
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -108,6 +127,8 @@ class BatchConsumer(Service):
         self.failed = ""
         """Why this service refuses to go on (empty: it does not)."""
         self._targets: dict[int, int] = {}
+        self._newest: dict[int, float] = {}
+        """Per partition, the time of the newest record read (the lag gauge)."""
         self._rebalancing = False
         """Between a revocation and the assignment that ends the rebalance: the side input
         waits (the collector holds no partition to read it for)."""
@@ -123,6 +144,62 @@ class BatchConsumer(Service):
     def _apply_side_input(self, record: Any) -> None:
         """Take one side-input record into the collector."""
         raise NotImplementedError
+
+    # -- the loop both consumers run ----------------------------------------------------------
+    tick_s: float
+    """How often the loop checks what is due (:func:`tick_interval`; set by the subclass)."""
+
+    @Service.task
+    async def _consume(self) -> None:
+        """Fetch a batch, hand each assigned partition's records to the collector (bad ones to
+        the policy), observe the fetches, catch up, and flush once per tick."""
+        assert self._consumer is not None
+        consumer, collector, policy = self._consumer, self.collector, self.policy
+        last_flush = 0.0
+        while not self.should_stop:
+            batches = await consumer.getmany(
+                timeout_ms=int(self.tick_s * 1000), max_records=MAX_RECORDS
+            )
+            wall = time.time()
+            if self.failed:
+                continue
+            await self._before_batch(batches)
+            for tp, records in batches.items():
+                p = tp.partition
+                if p not in collector.partitions:
+                    continue
+                for exc, rec in collector.add_batch(p, records, wall):
+                    policy(exc, rec, log)
+            await self._observe(wall, batches)
+            if not self.consuming:
+                await self._check_caught_up()
+            if wall - last_flush >= self.tick_s:
+                last_flush = wall
+                await self._flush(wall)
+
+    async def _before_batch(self, batches: Mapping[TopicPartition, list[Any]]) -> None:
+        """What to read before a batch is taken (nothing by default)."""
+
+    async def _observe(self, wall: float, batches: Mapping[TopicPartition, list[Any]]) -> None:
+        """After a batch: what the fetches tell (the subclass), then the lag gauge."""
+        metrics.CONSUMER_LAG_SECONDS.labels(self.source).set(await self._lag(wall, self._newest))
+
+    async def _flush(self, wall: float) -> None:
+        """Close what is due and send it (the subclass)."""
+        raise NotImplementedError
+
+    async def _check_caught_up(self) -> None:
+        """Mark the partitions whose position reached their end at assignment; ``consuming``
+        once all have."""
+        assert self._consumer is not None
+        assignment, collector = self._consumer.assignment(), self.collector
+        for tp in assignment:
+            p = tp.partition
+            if p in collector.partitions and not collector.caught_up(p):
+                if await self._consumer.position(tp) >= self._targets.get(p, 0):
+                    collector.mark_caught_up(p)
+        self.consuming = bool(assignment) and all(collector.caught_up(p)
+                                                  for p in collector.partitions)  # fmt: skip
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def on_start(self) -> None:

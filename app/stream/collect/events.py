@@ -140,6 +140,12 @@ class Collector:
     def assign(self, partition: int) -> None:
         self.partitions[partition] = PartitionSlots()
 
+    def caught_up(self, partition: int) -> bool:
+        return self.partitions[partition].caught_up
+
+    def mark_caught_up(self, partition: int) -> None:
+        self.partitions[partition].caught_up = True
+
     def revoke(self, partition: int) -> None:
         """Forget a partition's open slots and its users' levels: its next owner replays the
         slots from the commit and the levels from the co-partitioned ``preferences``."""

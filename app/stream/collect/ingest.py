@@ -36,13 +36,14 @@ import gc
 import logging
 import math
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from mode import Service
 
 from app import metrics
-from app.stream.collect.batch import MAX_RECORDS, BatchConsumer
+from app.stream.collect.batch import BatchConsumer, tick_interval
 from app.stream.collect.events import Collector
 from app.stream.collect.policy import Policy, dead_letter_policy
 from app.stream.collect.preferences import History
@@ -62,11 +63,6 @@ OFFSET_KEY = b"\x00offset:"
 GAP_S = 3.0
 """No fetch response for this long (the consumer polls every ~0.5 s when idle) is a gap: the
 broker is unreachable or this worker was paused; progress waits for the fetches to settle."""
-
-
-def tick_interval(settings: Settings) -> float:
-    """How often slots are checked for closing: a quarter of the shortest slot, 50 ms to 1 s."""
-    return min(1.0, max(0.05, min(s.slot_s for s in settings.streams) / 4))
 
 
 GC_THRESHOLDS = (50_000, 20, 20)
@@ -114,7 +110,7 @@ class IngestService(BatchConsumer):
             policy=policy or dead_letter_policy(self._send_dead_letter),
             **kwargs,
         )
-        self.tick_s = tick_interval(settings)
+        self.tick_s = tick_interval((s.slot_s for s in settings.streams), 1.0)
         self.hold_s = settings.delivery_horizon_s
         """Progress holds this long after a fetch gap (:mod:`app.stream.collect.events`)."""
         self._applied: dict[int, int] = {}
@@ -220,34 +216,9 @@ class IngestService(BatchConsumer):
             log.error("%s", self.failed)
         await super().on_assigned(assigned)
 
-    # -- the loop -----------------------------------------------------------------------------
-    @Service.task
-    async def _consume(self) -> None:
-        assert self._consumer is not None
-        consumer, collector, policy = self._consumer, self.collector, self.policy
-        last_flush = 0.0
-        while not self.should_stop:
-            batches = await consumer.getmany(
-                timeout_ms=int(self.tick_s * 1000), max_records=MAX_RECORDS
-            )
-            wall = time.time()
-            if self.failed:
-                continue
-            for tp, records in batches.items():
-                p = tp.partition
-                if p not in collector.partitions:
-                    continue
-                for exc, rec in collector.add_batch(p, records, wall):
-                    policy(exc, rec, log)
-            await self._observe_fetches(wall)
-            if not self.consuming:
-                await self._check_caught_up()
-            if wall - last_flush >= self.tick_s:
-                last_flush = wall
-                await self._flush()
-
-    async def _observe_fetches(self, wall: float) -> None:
-        """Tell the collector about each partition's last fetch; set the lag gauge."""
+    # -- the loop (BatchConsumer._consume) -----------------------------------------------------
+    async def _observe(self, wall: float, batches: Mapping[TopicPartition, list[Any]]) -> None:
+        """Tell the collector about each partition's last fetch; then the lag gauge."""
         assert self._consumer is not None
         consumer, collector = self._consumer, self.collector
         for tp in consumer.assignment():
@@ -259,8 +230,8 @@ class IngestService(BatchConsumer):
             at_end = highwater is not None and await consumer.position(tp) >= highwater
             collector.observe_fetch(tp.partition, polled / 1000, at_end, GAP_S, self.hold_s)
         collector.observe_silence(wall, GAP_S)
-        newest = {p: part.max_ts for p, part in collector.partitions.items()}
-        metrics.CONSUMER_LAG_SECONDS.labels(self.source).set(await self._lag(wall, newest))
+        self._newest = {p: part.max_ts for p, part in collector.partitions.items()}
+        await super()._observe(wall, batches)
 
     @Service.timer(0.5)
     async def _watch_connection(self) -> None:
@@ -277,20 +248,7 @@ class IngestService(BatchConsumer):
             latest = max((p for p in polled if p is not None), default=0) / 1000
             self.connected = time.time() - latest <= GAP_S
 
-    async def _check_caught_up(self) -> None:
-        assert self._consumer is not None
-        assignment = self._consumer.assignment()
-        for tp in assignment:
-            part = self.collector.partitions.get(tp.partition)
-            if part is not None and not part.caught_up:
-                pos = await self._consumer.position(tp)
-                if pos >= self._targets.get(tp.partition, 0):
-                    part.caught_up = True
-        self.consuming = bool(assignment) and all(
-            p.caught_up for p in self.collector.partitions.values()
-        )
-
-    async def _flush(self) -> None:
+    async def _flush(self, wall: float) -> None:
         assert self._producer is not None
         await self._read_side_input(until_end=True)
         if not await self._save_levels():

@@ -22,13 +22,13 @@ has caught up with the end offset it had at assignment.
 from __future__ import annotations
 
 import logging
-import time
+from collections.abc import Mapping
 from typing import Any
 
-from mode import Service
+from aiokafka import TopicPartition
 
 from app import metrics
-from app.stream.collect.batch import MAX_RECORDS, BatchConsumer
+from app.stream.collect.batch import BatchConsumer, tick_interval
 from app.stream.collect.policy import Policy, dead_letter_policy
 from app.stream.collect.tally import ReportCollector
 from app.stream.config import Settings
@@ -38,12 +38,6 @@ from app.stream.records import decode_report
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)
-
-
-def tick_interval(settings: Settings) -> float:
-    """How often rounds are checked for closing: a quarter of the shortest round, 50-250 ms."""
-    local = [s.round_s for s in settings.streams if s.local]
-    return min(0.25, max(0.05, min(local) / 4))
 
 
 class ReportService(BatchConsumer):
@@ -69,10 +63,8 @@ class ReportService(BatchConsumer):
             policy=policy or dead_letter_policy(self._send_dead_letter, metrics.REPORTS),
             **kwargs,
         )
-        self.tick_s = tick_interval(settings)
+        self.tick_s = tick_interval((s.round_s for s in settings.streams if s.local), 0.25)
         self._partitions_total = topics.spec("reports").partitions
-        self._newest: dict[int, float] = {}
-        """Per partition, the Kafka timestamp (s) of the newest report read (the lag)."""
 
     def _apply_side_input(self, record: Any) -> None:
         try:
@@ -83,34 +75,19 @@ class ReportService(BatchConsumer):
         if rnd is not None:
             log.debug("request stream=%s slot=%d round=%s", rnd.stream, rnd.slot, rnd.rnd)
 
-    # -- the loop -----------------------------------------------------------------------------
-    @Service.task
-    async def _consume(self) -> None:
-        assert self._consumer is not None
-        consumer, collector = self._consumer, self.collector
-        last_flush = 0.0
-        while not self.should_stop:
-            batches = await consumer.getmany(
-                timeout_ms=int(self.tick_s * 1000), max_records=MAX_RECORDS
-            )
-            await self._read_side_input(until_end=False)
-            if any(self._unknown_round(recs) for recs in batches.values()):
-                await self._read_side_input(until_end=True)
-            for tp, records in batches.items():
-                if tp.partition not in collector.partitions:
-                    continue
-                if records:
-                    self._newest[tp.partition] = records[-1].timestamp / 1000
-                for exc, rec in collector.add_batch(tp.partition, records):
-                    self.policy(exc, rec, log)
-            if not self.consuming:
-                await self._check_caught_up()
-            wall = time.time()
-            lag = await self._lag(wall, self._newest)
-            metrics.CONSUMER_LAG_SECONDS.labels(self.source).set(lag)
-            if wall - last_flush >= self.tick_s:
-                last_flush = wall
-                await self._flush(wall)
+    # -- the loop (BatchConsumer._consume) -----------------------------------------------------
+    async def _before_batch(self, batches: Mapping[TopicPartition, list[Any]]) -> None:
+        """New requests first; all of them when a report names a round not known yet."""
+        await self._read_side_input(until_end=False)
+        if any(self._unknown_round(recs) for recs in batches.values()):
+            await self._read_side_input(until_end=True)
+
+    async def _observe(self, wall: float, batches: Mapping[TopicPartition, list[Any]]) -> None:
+        """The lag gauge, from the Kafka time of the newest report read per partition."""
+        for tp, records in batches.items():
+            if records and tp.partition in self.collector.partitions:
+                self._newest[tp.partition] = records[-1].timestamp / 1000
+        await super()._observe(wall, batches)
 
     def _unknown_round(self, records: list[Any]) -> bool:
         """Whether the newest report of a batch names a round newer than every known one."""
@@ -124,16 +101,6 @@ class ReportService(BatchConsumer):
             return False
         newest = self.collector.newest(sid)
         return newest is None or (slot, r) > newest
-
-    async def _check_caught_up(self) -> None:
-        assert self._consumer is not None
-        assignment = self._consumer.assignment()
-        for tp in assignment:
-            if self.collector.partitions.get(tp.partition) is False:
-                pos = await self._consumer.position(tp)
-                if pos >= self._targets.get(tp.partition, 0):
-                    self.collector.partitions[tp.partition] = True
-        self.consuming = bool(assignment) and all(self.collector.partitions.values())
 
     async def _flush(self, wall: float) -> None:
         assert self._producer is not None

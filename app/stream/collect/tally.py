@@ -135,6 +135,12 @@ class ReportCollector:
     def assign(self, partition: int) -> None:
         self.partitions[partition] = False
 
+    def caught_up(self, partition: int) -> bool:
+        return self.partitions[partition]
+
+    def mark_caught_up(self, partition: int) -> None:
+        self.partitions[partition] = True
+
     def revoke(self, partition: int) -> None:
         """Forget a partition's open tallies: its next owner replays them from the commit."""
         self.partitions.pop(partition, None)
@@ -181,8 +187,11 @@ class ReportCollector:
         return max(mine) if mine else None
 
     # -- reports ------------------------------------------------------------------------------
-    def add_batch(self, partition: int, records: Iterable[Any]) -> list[tuple[BadEvent, Any]]:
-        """Count a batch of ``reports`` records of one partition; return the unusable ones.
+    def add_batch(
+        self, partition: int, records: Iterable[Any], wall_now: float = 0.0
+    ) -> list[tuple[BadEvent, Any]]:
+        """Count a batch of ``reports`` records of one partition; return the unusable ones
+        (``wall_now`` is not used: a report's round, not the clock, decides where it counts).
 
         ``records`` have ``offset`` and ``value``; what is returned goes to the bad-input
         policy (dead-letter). Outcomes are counted in :attr:`outcomes`.
