@@ -1,8 +1,10 @@
 """The ``dpstream`` command line: one verb per job, each defined next to the code it drives.
 
 Each module in :data:`VERB_MODULES` exposes ``register(subparsers)``, which adds its verbs and
-sets ``func`` on their parsers; heavy imports (Faust, Kafka clients) happen inside the verb, so
-``dpstream --help`` stays fast. A verb returns its exit code.
+sets ``func`` on their parsers; heavy imports (Faust, Kafka clients, numpy) happen inside the
+verb, so ``dpstream --help`` stays fast. A verb whose options belong to a heavy module sets
+``takes_rest``: the arguments the parser does not know are handed to it as ``args.rest``, for
+the module's own parser. A verb returns its exit code.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ VERB_MODULES = (
     "app.audit.cli",
     "app.verify.cli",
 )
-"""Registration order matters: :mod:`app.tools.cli` adds ``bench throughput`` to ``bench``."""
+"""The modules that add verbs (in the order ``dpstream --help`` lists them)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,8 +36,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The verb and its options; ``args.rest``: the arguments a ``takes_rest`` verb hands to
+    its module's own parser (any other verb refuses them, as ``parse_args`` would)."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "takes_rest", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.rest = rest
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

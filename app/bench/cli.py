@@ -1,12 +1,14 @@
-"""``dpstream bench`` (experiment grids, one verb per paper, cost, results) and ``dpstream replay``.
+"""``dpstream bench`` (experiment grids, one verb per paper, cost, results, throughput) and
+``dpstream replay``.
 
-``dpstream bench throughput`` runs a real broker and the worker; it is registered by
-:mod:`app.tools.cli` under the ``bench_kinds`` default of the ``bench`` parser.
+``dpstream bench throughput`` (:mod:`app.bench.throughput`) runs a real broker and the worker;
+like every verb here it imports nothing heavy until it runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,9 +63,7 @@ def register(sub: Any) -> None:
         "--out", type=Path, help="output folder (default: out/bench, out/bench/<preset>-<dataset>)"
     )
     kinds = bench.add_subparsers(dest="bench_kind", metavar="KIND")
-    # ``bench_kinds``: where packages above this one (``app.tools.cli``: ``bench throughput``)
-    # add their kinds of benchmark, so that ``app.bench`` imports none of them.
-    bench.set_defaults(func=_grid, bench_kinds=kinds)
+    bench.set_defaults(func=_grid)
 
     from app.bench.verbs import register as register_papers
 
@@ -73,6 +73,14 @@ def register(sub: Any) -> None:
     cost.add_argument("--out", type=Path, default=Path("out/cost"))
     cost.add_argument("--quick", action="store_true", help="a reduced sweep, no replay")
     cost.set_defaults(func=_cost)
+
+    throughput = kinds.add_parser(
+        "throughput",
+        help="events/s and CPU per event through the worker against bare consumer loops, on a "
+        "real broker; release latency",
+    )
+    _add_throughput_arguments(throughput)
+    throughput.set_defaults(func=_throughput)
 
     results = kinds.add_parser(
         "results", help="run the paper presets and regenerate RESULTS.md (claims vs measured)"
@@ -300,3 +308,49 @@ def _replay_local(args: argparse.Namespace, cls: Any) -> tuple[Any, Any]:
         spent = " ".join(f"{x:.4f}" for x in r.spent)
         print(f"slot {r.slot:3d} {r.status:9s} released [{hist}] true [{truth}] spent [{spent}]")
     return released, true
+
+
+def _throughput(args: argparse.Namespace) -> int:
+    from app.bench.throughput import run_throughput
+    from app.stream.config import load_settings
+    from app.stream.errors import ServiceError
+    from app.stream.kafka import probe, probe_timeout_s
+
+    if args.broker:  # else an embedded broker, started by the bench
+        try:
+            settings = load_settings({**os.environ, "DPSTREAM_BROKER": args.broker})
+            probe(settings, args.broker_timeout or probe_timeout_s())
+        except ServiceError as exc:
+            print(f"dpstream bench throughput: {exc}", file=sys.stderr)
+            return 2
+    return run_throughput(args)
+
+
+
+
+def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``dpstream bench throughput`` (here, so ``--help`` imports no numpy)."""
+    parser.add_argument("--events", type=int, default=300_000, help="events to push through")
+    parser.add_argument("--users", type=int, default=50_000, help="distinct users")
+    parser.add_argument("--slot-s", type=float, default=1.0, help="slot length in seconds")
+    parser.add_argument("--workers", type=int, default=1, help="workers in one group (K)")
+    parser.add_argument(
+        "--partitions", type=int, default=0, help="events partitions (default: topics/events.yaml)"
+    )
+    parser.add_argument("--producers", type=int, default=1, help="producer processes")
+    parser.add_argument("--idle-s", type=float, default=3.0, help="idle CPU measured this long")
+    parser.add_argument("--rate", type=float, default=20_000, help="events/s of the latency phase")
+    parser.add_argument(
+        "--latency-s", type=float, default=10.0, help="length of the latency phase (0: skip)"
+    )
+    parser.add_argument("--timeout-s", type=float, default=180.0, help="give up after this")
+    parser.add_argument("--verbose", action="store_true", help="show the workers' stderr")
+    parser.add_argument(
+        "--broker",
+        default=os.environ.get("DPSTREAM_BROKER"),
+        help="bootstrap servers (default $DPSTREAM_BROKER, else an embedded Tansu)",
+    )
+    parser.add_argument("--skip-bare", action="store_true", help="skip the bare-client loops")
+    from app.stream.cli import add_broker_timeout
+
+    add_broker_timeout(parser)

@@ -49,10 +49,14 @@ def grid_figures(paper: str) -> list[str]:
     return [n.removeprefix(paper + "-") for n in names() if n.startswith(paper + "-")]
 
 
+MODULES = {"pldp": "app.bench.pldp", "optstream": "app.bench.optstream",
+           "wn": "app.bench.trajectory_figs"}  # fmt: skip
+"""The papers whose verb takes its module's own options (the module is heavy: numpy, scipy,
+matplotlib; it is imported when the verb runs, never when the parser is built)."""
+
+
 def register(kinds: Any) -> None:
     """Add one verb per paper to ``dpstream bench``'s kinds."""
-    from app.bench import optstream, pldp, trajectory_figs
-
     for paper in ("pwsm", "ldp-ids"):
         p = kinds.add_parser(paper, help=PAPERS[paper], description=PAPERS[paper])
         p.add_argument("--figure", choices=grid_figures(paper), help="one preset (default all)")
@@ -63,10 +67,21 @@ def register(kinds: Any) -> None:
             "--out", type=Path, default=Path("out/results"), help="run folders (one per run)"
         )
         p.set_defaults(func=_grid_paper, paper=paper)
-    for paper, module in (("pldp", pldp), ("optstream", optstream), ("wn", trajectory_figs)):
-        p = kinds.add_parser(paper, help=PAPERS[paper], description=PAPERS[paper])
-        module.add_arguments(p)
-        p.set_defaults(func=module.run_cli)
+    for paper in MODULES:
+        p = kinds.add_parser(paper, help=PAPERS[paper], add_help=False)
+        p.set_defaults(func=_module_paper, paper=paper, takes_rest=True)
+
+
+def _module_paper(args: argparse.Namespace) -> int:
+    """``dpstream bench pldp | optstream | wn``: the module's own parser reads the options
+    (``args.rest``, ``-h`` included) and its ``run_cli`` runs them."""
+    import importlib
+
+    module = importlib.import_module(MODULES[args.paper])
+    parser = argparse.ArgumentParser(prog=f"dpstream bench {args.paper}",
+                                     description=PAPERS[args.paper])  # fmt: skip
+    module.add_arguments(parser)
+    return int(module.run_cli(parser.parse_args(args.rest)))
 
 
 def _grid_paper(args: argparse.Namespace) -> int:

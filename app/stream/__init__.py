@@ -21,8 +21,9 @@ The wings:
 - :mod:`app.stream.config`: the streams file and the environment.
 
 Shared by the wings: ``internal`` (the internal wire), ``records`` (the public wire),
-``slots`` (slot arithmetic), ``topics``, ``kafka`` (client settings), ``errors``; ``worker``
-puts the wings together, ``cli`` is the ``dpstream worker`` verb.
+``slots`` (slot arithmetic), ``topics``, ``kafka`` (client settings), ``errors``, ``broker``
+(the embedded Tansu of the demo, the tests and the throughput bench); ``worker`` puts the wings
+together, ``cli`` is the ``dpstream worker`` verb.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Verbs of the tools above the service: ``demo``, ``produce``, ``simulate devices`` and
-``bench throughput``.
+``releases tail``.
 
 Exit codes: 0 success (stopped by ``--duration`` or Ctrl-C), 2 invalid configuration or
 arguments, 1 other failures. Heavy imports happen inside the handlers.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 import threading
@@ -95,24 +94,6 @@ def _produce(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
 
 
-def _throughput(args: argparse.Namespace) -> int:
-    import os
-
-    from app.stream.config import load_settings
-    from app.stream.errors import ServiceError
-    from app.stream.kafka import probe, probe_timeout_s
-    from app.tools.throughput import run_throughput
-
-    if args.broker:  # else an embedded broker, started by the bench
-        try:
-            settings = load_settings({**os.environ, "DPSTREAM_BROKER": args.broker})
-            probe(settings, args.broker_timeout or probe_timeout_s())
-        except ServiceError as exc:
-            print(f"dpstream bench throughput: {exc}", file=sys.stderr)
-            return EXIT_CONFIG
-    return run_throughput(args)
-
-
 def _releases_tail(args: argparse.Namespace) -> int:
     from app.tools.releases import tail
 
@@ -128,33 +109,8 @@ def _add_producer_arguments(p: argparse.ArgumentParser, config_help: str) -> Non
     add_broker_timeout(p)
 
 
-def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``dpstream bench throughput`` (here, so ``--help`` imports no numpy)."""
-    parser.add_argument("--events", type=int, default=300_000, help="events to push through")
-    parser.add_argument("--users", type=int, default=50_000, help="distinct users")
-    parser.add_argument("--slot-s", type=float, default=1.0, help="slot length in seconds")
-    parser.add_argument("--workers", type=int, default=1, help="workers in one group (K)")
-    parser.add_argument(
-        "--partitions", type=int, default=0, help="events partitions (default: topics/events.yaml)"
-    )
-    parser.add_argument("--producers", type=int, default=1, help="producer processes")
-    parser.add_argument("--idle-s", type=float, default=3.0, help="idle CPU measured this long")
-    parser.add_argument("--rate", type=float, default=20_000, help="events/s of the latency phase")
-    parser.add_argument(
-        "--latency-s", type=float, default=10.0, help="length of the latency phase (0: skip)"
-    )
-    parser.add_argument("--timeout-s", type=float, default=180.0, help="give up after this")
-    parser.add_argument("--verbose", action="store_true", help="show the workers' stderr")
-    parser.add_argument(
-        "--broker",
-        default=os.environ.get("DPSTREAM_BROKER"),
-        help="bootstrap servers (default $DPSTREAM_BROKER, else an embedded Tansu)",
-    )
-    parser.add_argument("--skip-bare", action="store_true", help="skip the bare-client loops")
-
-
 def register(subparsers: Any) -> None:
-    """Add the tools' verbs to the ``dpstream`` parser (after :mod:`app.bench.cli`)."""
+    """Add the tools' verbs to the ``dpstream`` parser."""
     config_help = "streams YAML (default: $DPSTREAM_CONFIG, else the packaged demo file)"
     p = subparsers.add_parser(
         "demo",
@@ -185,15 +141,6 @@ def register(subparsers: Any) -> None:
     )
     _add_producer_arguments(p, config_help)
     p.set_defaults(func=_produce)
-
-    kinds = subparsers.choices["bench"].get_default("bench_kinds")
-    throughput = kinds.add_parser(
-        "throughput",
-        help="events/s through the worker against bare consumer loops, on a real broker",
-    )
-    _add_throughput_arguments(throughput)
-    add_broker_timeout(throughput)
-    throughput.set_defaults(func=_throughput)
 
     p = subparsers.add_parser("releases", help="read the released histograms")
     rsub = p.add_subparsers(dest="releases_verb", metavar="ACTION", required=True)

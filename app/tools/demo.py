@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from app.client.releases import ReleaseReader
+from app.stream.broker import EmbeddedBroker, free_port
 from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.errors import ConfigError
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
 from app.stream.ops.status import DEMO_TRUTH_ENV
 from app.stream.topics import Topics, create_topics, load_topics
-from app.tools.broker import EmbeddedBroker, free_port
 from app.tools.produce import Truth, synthetic_events
 
 LOCAL_STREAMS = Path(__file__).parents[1] / "stream" / "local_streams.yaml"

@@ -7,26 +7,49 @@ from pathlib import Path
 import pytest
 
 from app.bench import optstream
-from app.cli import build_parser
+from app.cli import parse
 
 
 @pytest.mark.parametrize(
-    ("argv", "func"),
+    "argv",
     [
-        (["bench", "pwsm", "--quick", "--figure", "eps"], "_grid_paper"),
-        (["bench", "ldp-ids", "--figure", "cfpu", "--dataset", "sin"], "_grid_paper"),
-        (["bench", "pldp", "--quick", "--datasets", "sin"], "run_cli"),
-        (["bench", "optstream", "--figure", "4", "--trials", "3"], "run_cli"),
-        (["bench", "wn", "--quick", "--figure", "table1"], "run_cli"),
+        ["bench", "pwsm", "--quick", "--figure", "eps"],
+        ["bench", "ldp-ids", "--figure", "cfpu", "--dataset", "sin"],
     ],
 )
-def test_every_paper_has_a_verb(argv: list[str], func: str):
-    args = build_parser().parse_args(argv)
-    assert args.func.__name__ == func and args.quick in (True, False)
+def test_the_grid_papers_have_a_verb(argv: list[str]):
+    args = parse(argv)
+    assert args.func.__name__ == "_grid_paper" and args.rest == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "module"),
+    [
+        (["bench", "pldp", "--quick", "--datasets", "sin"], "app.bench.pldp"),
+        (["bench", "optstream", "--figure", "4", "--trials", "3"], "app.bench.optstream"),
+        (["bench", "wn", "--quick", "--figure", "table1"], "app.bench.trajectory_figs"),
+    ],
+)
+def test_the_module_papers_hand_their_options_to_the_module(argv: list[str], module: str):
+    """Their modules are heavy: the parser keeps the options for the module's own parser."""
+    import argparse
+    import importlib
+
+    args = parse(argv)
+    assert args.func.__name__ == "_module_paper" and args.paper == argv[1]
+    assert args.rest == argv[2:]
+    own = argparse.ArgumentParser()
+    importlib.import_module(module).add_arguments(own)
+    assert own.parse_args(args.rest).quick == ("--quick" in argv)
+
+
+def test_another_verb_refuses_unknown_options():
+    with pytest.raises(SystemExit):
+        parse(["bench", "pwsm", "--no-such-option"])
 
 
 def test_grid_paper_refuses_a_run_that_does_not_exist(capsys):
-    args = build_parser().parse_args(["bench", "pwsm", "--dataset", "msnbc"])
+    args = parse(["bench", "pwsm", "--dataset", "msnbc"])
     assert args.func(args) == 2
     assert "no run of figure any on dataset 'msnbc'" in capsys.readouterr().err
 
@@ -34,7 +57,7 @@ def test_grid_paper_refuses_a_run_that_does_not_exist(capsys):
 def test_optstream_figure_presets_set_the_old_flags(monkeypatch):
     seen = {}
     monkeypatch.setattr(optstream, "_run", lambda a: seen.update(vars(a)) or 0)
-    args = build_parser().parse_args(["bench", "optstream", "--figure", "10", "--quick"])
+    args = parse(["bench", "optstream", "--figure", "10", "--quick"])
     assert args.func(args) == 0
     assert seen["alpha"] == [10.0, 50.0, 100.0] and seen["trials"] == 2
     assert not seen["hierarchy"] and not seen["ablations"]
@@ -72,9 +95,7 @@ def test_wn_figure_runs_only_that_sweep(monkeypatch, tmp_path: Path):
 
     monkeypatch.setattr(figs, "run", fake_run)
     out = tmp_path / "wn"
-    args = build_parser().parse_args(
-        ["bench", "wn", "--data", "toy", "--figure", "fig9", "--out", str(out)]
-    )
+    args = parse(["bench", "wn", "--data", "toy", "--figure", "fig9", "--out", str(out)])
     assert args.func(args) == 0
     assert calls == [["fig9"]]
     assert (out / "trajectory.csv").read_text().splitlines()[1] == "toy,fig9"

@@ -139,8 +139,8 @@ def live_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveWorker
     """A real worker, configured like the compose stack (its streams file, a noise key made by
     its init script) with 1 s slots, consuming from a Tansu broker on 127.0.0.1; some events
     already released."""
+    from app.stream.broker import EmbeddedBroker
     from app.stream.topics import create_topics, load_topics
-    from app.tools.broker import EmbeddedBroker
 
     work = tmp_path_factory.mktemp("live-worker")
     streams = yaml.safe_load(COMPOSE_STREAMS.read_text())["streams"]

@@ -2,7 +2,7 @@
 
 Reusable by any integration test of the repository:
 
-- ``broker`` (session): one :class:`~app.tools.broker.EmbeddedBroker` on a free 127.0.0.1
+- ``broker`` (session): one :class:`~app.stream.broker.EmbeddedBroker` on a free 127.0.0.1
   port, stopped at the end of the session. Give each test its own topic prefix
   (``DPSTREAM_TOPIC_PREFIX``) so tests share the broker without sharing topics.
 - ``kafka`` (function): a :class:`Kafka` helper bound to the broker: ``create_topics(prefix)``,
@@ -30,9 +30,9 @@ from typing import Any
 
 import pytest
 
+from app.stream.broker import EmbeddedBroker, free_port
 from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.topics import create_topics, load_topics
-from app.tools.broker import EmbeddedBroker, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 NOISE_KEY_HEX = "5a" * 32

@@ -50,8 +50,8 @@ def test_a_stream_seen_nowhere_is_refused_naming_the_streams_seen(tmp_path: Path
     exits 2 at once, naming ``web``; a configured stream without releases gets a note."""
     from confluent_kafka import Producer
 
+    from app.stream.broker import EmbeddedBroker
     from app.stream.topics import create_topics, load_topics
-    from app.tools.broker import EmbeddedBroker
 
     with EmbeddedBroker(log_path=tmp_path / "tansu.log") as broker:
         topics = load_topics("")

@@ -87,7 +87,7 @@ def test_simulate_devices_unknown_stream_hints_at_config(
 def test_bench_throughput_probes_an_external_broker(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import app.tools.throughput as throughput
+    import app.bench.throughput as throughput
 
     def never(*_: object) -> int:
         raise AssertionError("ran the benchmark without a broker")

@@ -48,9 +48,9 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
+from app.stream.broker import EmbeddedBroker, free_port
 from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.topics import TOPICS_DIR, create_topics, load_topics
-from app.tools.broker import EmbeddedBroker, free_port
 
 TARGET_EVENTS_S = 50_000
 GRACE_S = 0.3
