@@ -190,7 +190,7 @@ USERS_USED = Gauge(
 LEVEL_USERS = Gauge(
     "dpstream_level_users",
     "Local mode, personalized streams: users at each level in the current slot (public: the "
-    "collection requests name every user's level); level=\"(changing)\": users sitting out a "
+    'collection requests name every user\'s level); level="(changing)": users sitting out a '
     "change of level.",
     ["stream", "level"],
     registry=REGISTRY,

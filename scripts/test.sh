@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up and run every check: lint, types, unit, property, statistical, integration (a real
+# Set up and run every check: lint, format, types, unit, property, statistical, integration (a real
 # Kafka-protocol broker started by the suite), deployment validation. Safe to re-run.
 #
 #   bash scripts/test.sh            everything (README, "Tests": apt + passwordless sudo for
@@ -20,6 +20,7 @@ fi
 .venv/bin/python -m pip install -q -e ".[dev,bench]"
 if [ "$quick" = 0 ] && [ -x scripts/install-tools.sh ]; then bash scripts/install-tools.sh; fi
 .venv/bin/ruff check app tests
+.venv/bin/ruff format --check app tests
 .venv/bin/mypy app
 if [ "$quick" = 1 ]; then
     # Neither the integration tests (a broker), nor the slow statistical ones, nor the

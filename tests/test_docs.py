@@ -17,11 +17,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
-        ROOT / "charts/dpstream/README.md"]  # fmt: skip
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "charts/dpstream/README.md",
+]
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
-KUBERNETES = {"ClusterIP", "IfNotPresent", "OnRootMismatch", "RollingUpdate", "RuntimeDefault",
-              "ServiceMonitor", "PodDisruptionBudget", "StatefulSet", "ConfigMap"}  # fmt: skip
+KUBERNETES = {
+    "ClusterIP",
+    "IfNotPresent",
+    "OnRootMismatch",
+    "RollingUpdate",
+    "RuntimeDefault",
+    "ServiceMonitor",
+    "PodDisruptionBudget",
+    "StatefulSet",
+    "ConfigMap",
+}
 
 
 def _members() -> dict[str, set[str]]:
@@ -65,8 +77,9 @@ def test_python_blocks_run(doc: Path) -> None:
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_names_in_docs_exist(doc: Path) -> None:
     members = _members()
-    alerts = set(re.findall(r"alert: (\w+)", (ROOT / "charts/dpstream/files/alerts.yaml")
-                            .read_text()))  # fmt: skip
+    alerts = set(
+        re.findall(r"alert: (\w+)", (ROOT / "charts/dpstream/files/alerts.yaml").read_text())
+    )
     missing = []
     for tok in re.findall(r"`([^`\n]+)`", doc.read_text()):
         for path in re.findall(r"\b(app/[\w/]*[\w.]*)", tok):

@@ -24,18 +24,29 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     audit.add_argument("mechanisms", nargs="*", help="registered names (default: all)")
-    audit.add_argument("--trials", type=_trials, default=None,
-                       help="runs per input of each neighbouring pair (default 2000; 200 with "
-                            "--quick)")  # fmt: skip
-    audit.add_argument("--alpha", type=_alpha, default=0.05,
-                       help="1 - confidence of each lower bound (default 0.05)")  # fmt: skip
+    audit.add_argument(
+        "--trials",
+        type=_trials,
+        default=None,
+        help="runs per input of each neighbouring pair (default 2000; 200 with --quick)",
+    )
+    audit.add_argument(
+        "--alpha",
+        type=_alpha,
+        default=0.05,
+        help="1 - confidence of each lower bound (default 0.05)",
+    )
     audit.add_argument("--seed", type=int, default=20261123, help="seed of the audit's generator")
-    audit.add_argument("--quick", action="store_true",
-                       help="CI profile: one add/remove and one replace case per group, "
-                            "the service's noise only, 200 runs per input")  # fmt: skip
+    audit.add_argument(
+        "--quick",
+        action="store_true",
+        help="CI profile: one add/remove and one replace case per group, "
+        "the service's noise only, 200 runs per input",
+    )
     audit.add_argument("--no-controls", action="store_true", help="skip the power controls")
-    audit.add_argument("--controls", nargs="*", metavar="NAME",
-                       help="run only these power controls")  # fmt: skip
+    audit.add_argument(
+        "--controls", nargs="*", metavar="NAME", help="run only these power controls"
+    )
     audit.add_argument("--json", action="store_true", help="print the verdicts as JSON")
     audit.set_defaults(func=_audit)
 
@@ -50,17 +61,24 @@ def _audit(args: argparse.Namespace) -> int:
     unknown = [n for n in args.mechanisms if n not in names()]
     unknown += [f"control {c}" for c in args.controls or [] if c not in {k.name for k in CONTROLS}]
     if unknown:
-        print(f"dpstream audit: unknown {', '.join(map(repr, unknown))}; registered: "
-              f"{', '.join(names())}; controls: {', '.join(c.name for c in CONTROLS)}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"dpstream audit: unknown {', '.join(map(repr, unknown))}; registered: "
+            f"{', '.join(names())}; controls: {', '.join(c.name for c in CONTROLS)}",
+            file=sys.stderr,
+        )
         return 2
     controls: list[str] | None = [] if args.no_controls else args.controls
     settings = QUICK if args.quick else Settings()
     verdicts = run_audit(
-        args.mechanisms or names(), settings, args.trials or settings.trials,
-        args.alpha, args.seed, controls, progress=False,
+        args.mechanisms or names(),
+        settings,
+        args.trials or settings.trials,
+        args.alpha,
+        args.seed,
+        controls,
+        progress=False,
         log=lambda line: print(line, file=sys.stderr, flush=True),
-    )  # fmt: skip
+    )
     if args.json:
         print(to_json(verdicts))
     else:

@@ -71,8 +71,9 @@ class UniformPerSlot(Uniform):
         pub = [2 * b.share for b in self.ledger.budgets]
         self.ledger.ensure([0], pub)
         eps = float(self._calibrated([self.ledger.budgets[0].total])[0])  # the bug: eps, not eps/w
-        return Outcome(perturb(self.noise, rng, counts[0].astype(np.float64), eps), "publish",
-                       [0], pub)  # fmt: skip
+        return Outcome(
+            perturb(self.noise, rng, counts[0].astype(np.float64), eps), "publish", [0], pub
+        )
 
 
 def naive_laplace(rng: np.random.Generator, scale: float, size: int) -> np.ndarray:
@@ -210,8 +211,15 @@ class SharpDevice(Device):
             return None
         oracle = make(request.oracle[self.group], request.d, 1.5 * eps)  # the bug
         payload = oracle.payloads(oracle.perturb(np.array([int(value)]), rng))[0]
-        return Report(request.mechanism, request.slot, request.round, self.enrollment.user,
-                      self.group, oracle.name, payload)  # fmt: skip
+        return Report(
+            request.mechanism,
+            request.slot,
+            request.round,
+            self.enrollment.user,
+            self.group,
+            oracle.name,
+            payload,
+        )
 
 
 class OptStreamDoubled(OptStream):
@@ -249,8 +257,9 @@ def _under_noised() -> Case:
     group = Group(1, 2.0)
     pair = central_pair("replace", "jumps", 0, (group,), 2)
     noise = service_noise("uniform", Uniform)
-    return CentralAdapter().case("uniform-1.5x-replace", UniformUnderNoised, (group,), pair,
-                                 noise=noise)  # fmt: skip
+    return CentralAdapter().case(
+        "uniform-1.5x-replace", UniformUnderNoised, (group,), pair, noise=noise
+    )
 
 
 def _sharp_device() -> Case:
@@ -266,8 +275,14 @@ def _period_doubled() -> Case:
     group = Group(2, 1.0)
     pair = period_pair("add/remove", "aligned", 0, (group,), 2, 2)
     params = {"k": 2, "sampling": "none", "postprocess": False, "strict": False}
-    return PeriodAdapter().case("period-2x", OptStreamDoubled, (group,), pair,
-                                service_noise("optstream", OptStream), **params)  # fmt: skip
+    return PeriodAdapter().case(
+        "period-2x",
+        OptStreamDoubled,
+        (group,),
+        pair,
+        service_noise("optstream", OptStream),
+        **params,
+    )
 
 
 def _naive_float() -> Case:
@@ -286,11 +301,16 @@ def _naive_float() -> Case:
         for source in (pair.a, pair.b):
             count = source[0].sum(axis=0)
             extra.append(
-                np.all([naive_reachable(runs.hist[:, 0, j], float(count[j]), scale)
-                        for j in cells], axis=0).astype(np.float64)
-            )  # fmt: skip
-        return [*names, "float_reachable_from_A", "float_reachable_from_B"], \
-            np.column_stack([x, *extra]), codes  # fmt: skip
+                np.all(
+                    [naive_reachable(runs.hist[:, 0, j], float(count[j]), scale) for j in cells],
+                    axis=0,
+                ).astype(np.float64)
+            )
+        return (
+            [*names, "float_reachable_from_A", "float_reachable_from_B"],
+            np.column_stack([x, *extra]),
+            codes,
+        )
 
     return dataclasses.replace(case, features=features)
 
@@ -303,28 +323,57 @@ def _local_twice() -> Case:
 
 
 CONTROLS: tuple[Control, ...] = (
-    Control("uniform-per-slot", "noise at eps per slot instead of eps/w", 300,
-            lambda: _central("uniform-per-slot", UniformPerSlot, Group(10, 1.0), "add/remove",
-                             "boundary")),
-    Control("uniform-naive-float", "Laplace from the naive float sampler (Mironov 2012)", 300,
-            _naive_float),
-    Control("uniform-half-scale", "Laplace scale halved", 1000,
-            lambda: _central("uniform-half-scale", UniformHalfScale, Group(1, 2.0), "add/remove",
-                             "boundary")),
-    Control("uniform-replace-s1", "replace pairs against sensitivity=1", 1000,
-            lambda: _central("uniform-replace-s1", Uniform, Group(1, 2.0), "replace", "jumps",
-                             sensitivity=1)),
-    Control("ba-no-nullify", "BA never updates l: no nullification (spec A28)", 600,
-            lambda: _central("ba-no-nullify", BANoNullify, Group(6, 1.5), "add/remove",
-                             "jumps", suffix=0)),
-    Control("ba-noiseless-dc", "BA decides on the un-noised dissimilarity", 200,
-            lambda: _central("ba-noiseless-dc", BANoiselessDC, Group(3, 1.0), "add/remove",
-                             "boundary")),
-    Control("lpu-twice", "a device reports at every slot of its window with eps", 300,
-            _local_twice),
-    Control("uniform-1.5x-replace", "Uniform noised at 1.5 eps (replace pairs)", 1500,
-            _under_noised),
+    Control(
+        "uniform-per-slot",
+        "noise at eps per slot instead of eps/w",
+        300,
+        lambda: _central(
+            "uniform-per-slot", UniformPerSlot, Group(10, 1.0), "add/remove", "boundary"
+        ),
+    ),
+    Control(
+        "uniform-naive-float",
+        "Laplace from the naive float sampler (Mironov 2012)",
+        300,
+        _naive_float,
+    ),
+    Control(
+        "uniform-half-scale",
+        "Laplace scale halved",
+        1000,
+        lambda: _central(
+            "uniform-half-scale", UniformHalfScale, Group(1, 2.0), "add/remove", "boundary"
+        ),
+    ),
+    Control(
+        "uniform-replace-s1",
+        "replace pairs against sensitivity=1",
+        1000,
+        lambda: _central(
+            "uniform-replace-s1", Uniform, Group(1, 2.0), "replace", "jumps", sensitivity=1
+        ),
+    ),
+    Control(
+        "ba-no-nullify",
+        "BA never updates l: no nullification (spec A28)",
+        600,
+        lambda: _central(
+            "ba-no-nullify", BANoNullify, Group(6, 1.5), "add/remove", "jumps", suffix=0
+        ),
+    ),
+    Control(
+        "ba-noiseless-dc",
+        "BA decides on the un-noised dissimilarity",
+        200,
+        lambda: _central("ba-noiseless-dc", BANoiselessDC, Group(3, 1.0), "add/remove", "boundary"),
+    ),
+    Control(
+        "lpu-twice", "a device reports at every slot of its window with eps", 300, _local_twice
+    ),
+    Control(
+        "uniform-1.5x-replace", "Uniform noised at 1.5 eps (replace pairs)", 1500, _under_noised
+    ),
     Control("local-1.5eps", "a device perturbs its report at 1.5 eps", 1500, _sharp_device),
     Control("period-2x", "OptStream releases every period at 2 eps_P", 1000, _period_doubled),
-)  # fmt: skip
+)
 """Every power control, in the order the report lists them."""

@@ -31,9 +31,19 @@ def laplace_case(eps: float = 1.0) -> Case:
         return Runs(hist, np.full((trials, 1), STATUS_CODES["publish"], dtype=np.int64))
 
     mid, delta = np.array([[BASE + 0.5]]), np.array([[1.0]])
-    return Case("laplace-reference", "central", "add/remove", "steady", 0, Group(1, eps), 1, 1,
-                run, lambda runs: central_features(runs, mid, delta),
-                lambda code: pattern_label(code, 1))  # fmt: skip
+    return Case(
+        "laplace-reference",
+        "central",
+        "add/remove",
+        "steady",
+        0,
+        Group(1, eps),
+        1,
+        1,
+        run,
+        lambda runs: central_features(runs, mid, delta),
+        lambda code: pattern_label(code, 1),
+    )
 
 
 def false_positive_rate(

@@ -15,8 +15,21 @@ from collections.abc import Sequence
 
 from app.audit.verdict import Verdict
 
-COLUMNS = ("mechanism", "kind", "noise", "relation", "scenario", "group", "w", "eps", "sens",
-           "lower", "verdict", "event counts (A vs B)", "event")  # fmt: skip
+COLUMNS = (
+    "mechanism",
+    "kind",
+    "noise",
+    "relation",
+    "scenario",
+    "group",
+    "w",
+    "eps",
+    "sens",
+    "lower",
+    "verdict",
+    "event counts (A vs B)",
+    "event",
+)
 
 
 def _row(v: Verdict) -> list[str]:
@@ -27,10 +40,20 @@ def _row(v: Verdict) -> list[str]:
     if len(v.counts) == 4:
         counts = f"{v.counts[0]}/{v.counts[1]} vs {v.counts[2]}/{v.counts[3]}"
     return [
-        v.mechanism, v.kind, v.noise or "-", v.relation or "-", v.scenario or "-", opt(v.group),
-        opt(v.w), opt(v.eps, "{:.2f}"), opt(v.sensitivity), opt(v.lower_bound, "{:.3f}"), v.status,
-        counts, v.event or v.note,
-    ]  # fmt: skip
+        v.mechanism,
+        v.kind,
+        v.noise or "-",
+        v.relation or "-",
+        v.scenario or "-",
+        opt(v.group),
+        opt(v.w),
+        opt(v.eps, "{:.2f}"),
+        opt(v.sensitivity),
+        opt(v.lower_bound, "{:.3f}"),
+        v.status,
+        counts,
+        v.event or v.note,
+    ]
 
 
 def table(verdicts: Sequence[Verdict]) -> str:

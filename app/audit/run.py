@@ -71,8 +71,9 @@ def run_audit(
     if log is not None:
         count = sum(isinstance(j, _Job) for j in jobs)
         log(f"audit: {len(units)} mechanisms and controls, {count} cases, {total} runs")
-    with tqdm(total=total, unit="run", disable=None if progress is None else not progress,
-              desc="audit") as bar:  # fmt: skip
+    with tqdm(
+        total=total, unit="run", disable=None if progress is None else not progress, desc="audit"
+    ) as bar:
         for i, job in enumerate(jobs):
             if log is not None and (i == 0 or owners[i - 1] != owners[i]):
                 started = time.monotonic()
@@ -104,9 +105,11 @@ def progress_line(done: int, total: int, verdicts: Sequence[Verdict], seconds: f
     statuses = sorted({v.status for v in verdicts})
     scored = [v for v in verdicts if v.lower_bound is not None and v.eps]
     best = max(scored, key=lambda v: (v.lower_bound or 0.0) / float(v.eps or 1.0), default=None)
-    worst = "" if best is None else (
-        f", largest lower bound {best.lower_bound:.3f} (claim {best.eps:.2f})"
-    )  # fmt: skip
+    worst = (
+        ""
+        if best is None
+        else (f", largest lower bound {best.lower_bound:.3f} (claim {best.eps:.2f})")
+    )
     return (
         f"audit [{done}/{total}] {first.mechanism} ({first.kind}): {len(verdicts)} cases"
         f"{worst}, {'/'.join(statuses)}, {seconds:.1f} s"
@@ -118,5 +121,13 @@ def _audit_job(job: _Job, alpha: float, rng: np.random.Generator, update: Progre
         return audit_case(job.case, job.trials, alpha, rng, update, job.control, job.note)
     except Exception as exc:  # noqa: BLE001 - reported as a verdict, never a crash
         case = job.case
-        return Verdict(case.mechanism, case.kind, case.relation, case.scenario, case.group,
-                       status="ERROR", control=job.control, note=f"{exc!r}")  # fmt: skip
+        return Verdict(
+            case.mechanism,
+            case.kind,
+            case.relation,
+            case.scenario,
+            case.group,
+            status="ERROR",
+            control=job.control,
+            note=f"{exc!r}",
+        )

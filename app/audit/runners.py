@@ -146,8 +146,10 @@ class CentralAdapter:
             for g in range(len(groups)):
                 level = 0
                 if any(scenario == "boundary" for _, scenario in settings.central_cases):
-                    level = boundary_level(self.prober(cls, groups, g, settings.d, rng, noise),
-                                           settings.boundary_probes)  # fmt: skip
+                    level = boundary_level(
+                        self.prober(cls, groups, g, settings.d, rng, noise),
+                        settings.boundary_probes,
+                    )
                 for relation, scenario in settings.central_cases:
                     pair = self.pair(relation, scenario, g, groups, settings, level)
                     if pair is not None:
@@ -211,11 +213,19 @@ class CentralAdapter:
         mid = np.asarray((a + b).sum(axis=1) / 2.0)[pair.prefix :]
         delta = np.asarray((a - b).sum(axis=1), dtype=np.float64)[pair.prefix :]
         return Case(
-            name, self.kind, pair.relation, pair.scenario, pair.group, pair.claim,
-            pair.sensitivity, slots, run,
+            name,
+            self.kind,
+            pair.relation,
+            pair.scenario,
+            pair.group,
+            pair.claim,
+            pair.sensitivity,
+            slots,
+            run,
             lambda runs: central_features(runs, mid, delta),
-            lambda code: pattern_label(code, slots), str(start.noise),
-        )  # fmt: skip
+            lambda code: pattern_label(code, slots),
+            str(start.noise),
+        )
 
     def _pad(self, mechanism: Any, slots: int) -> int:
         """Equal slots to append so that every audited slot is released (none here)."""
@@ -301,8 +311,9 @@ class GraphAdapter(CentralAdapter):
         for noise in noise_variants(name, cls, settings.papers_noise):
             level = 0
             if any(scenario == "boundary" for _, scenario in settings.central_cases):
-                level = boundary_level(self.prober(configured, groups, 0, d, rng, noise),
-                                       settings.boundary_probes)  # fmt: skip
+                level = boundary_level(
+                    self.prober(configured, groups, 0, d, rng, noise), settings.boundary_probes
+                )
             for relation, scenario in settings.central_cases:
                 pair = self.pair(relation, scenario, 0, groups, settings, level, d)
                 if pair is not None:
@@ -322,8 +333,16 @@ class GraphAdapter(CentralAdapter):
         cells = graph_cells(self.window, self.values, relation)  # type: ignore[arg-type]
         if cells is None:
             return None
-        return central_pair(relation, scenario, group, groups, d or settings.d, level,  # type: ignore[arg-type]
-                            cells_a=cells[0], cells_b=cells[1])  # fmt: skip
+        return central_pair(
+            relation,  # type: ignore[arg-type]
+            scenario,
+            group,
+            groups,
+            d or settings.d,
+            level,
+            cells_a=cells[0],
+            cells_b=cells[1],
+        )
 
 
 # -- period -------------------------------------------------------------------------------------
@@ -381,18 +400,24 @@ class PeriodAdapter:
         for noise in noise_variants(name, cls, settings.papers_noise):
             seen = set()
             for relation, placement, strict in settings.period_cases:
-                probe = cls.for_stream(settings.d, list(groups), noise=noise, strict=strict,
-                                       **params)  # fmt: skip
+                probe = cls.for_stream(
+                    settings.d, list(groups), noise=noise, strict=strict, **params
+                )
                 if probe.period == 1:  # periods of one slot: nothing straddles
                     placement, strict = "aligned", True
                 if (relation, placement, strict) in seen:
                     continue
                 seen.add((relation, placement, strict))
                 for g in range(len(groups)):
-                    pair = period_pair(relation, placement, g, groups, settings.d,  # type: ignore[arg-type]
-                                       int(probe.period))  # fmt: skip
-                    out.append(self.case(name, cls, groups, pair, noise, strict=strict,
-                                         **params))  # fmt: skip
+                    pair = period_pair(
+                        relation,  # type: ignore[arg-type]
+                        placement,
+                        g,
+                        groups,
+                        settings.d,
+                        int(probe.period),
+                    )
+                    out.append(self.case(name, cls, groups, pair, noise, strict=strict, **params))
         return out
 
     def case(
@@ -423,10 +448,19 @@ class PeriodAdapter:
         mid, delta = pair.mid, pair.delta
         scenario = pair.scenario + ("" if getattr(probe, "strict", True) else ", non-strict")
         return Case(
-            name, self.kind, pair.relation, scenario, pair.group, pair.claim, pair.sensitivity,
-            slots, run, lambda runs: central_features(runs, mid, delta),
-            lambda code: pattern_label(code, slots), str(probe.noise),
-        )  # fmt: skip
+            name,
+            self.kind,
+            pair.relation,
+            scenario,
+            pair.group,
+            pair.claim,
+            pair.sensitivity,
+            slots,
+            run,
+            lambda runs: central_features(runs, mid, delta),
+            lambda code: pattern_label(code, slots),
+            str(probe.noise),
+        )
 
 
 # -- local --------------------------------------------------------------------------------------
@@ -463,13 +497,17 @@ def run_local(
             Enrollment(
                 pair.target, pair.claim.w, pair.claim.eps, pair.group, slot_s=1.0, origin_s=0.0
             )
-        )  # fmt: skip  (When.offline's grid)
+        )  # When.offline's grid
         for s in range(pair.slots):
 
             def answer(
-                request: CollectionRequest, i: int = i, s: int = s, m: Any = m,
-                group_of: np.ndarray = group_of, target: Device = target,
-            ) -> Tally:  # fmt: skip
+                request: CollectionRequest,
+                i: int = i,
+                s: int = s,
+                m: Any = m,
+                group_of: np.ndarray = group_of,
+                target: Device = target,
+            ) -> Tally:
                 asked = mask_users(request, m.users)
                 asked[pair.target] = False
                 support = np.zeros((len(request.oracle), m.d), dtype=np.int64)
@@ -518,8 +556,10 @@ class LocalAdapter:
     ) -> list[Case]:
         params = cls.test_params()
         probe = cls(**params)
-        return [self.case(name, lambda: cls(**params), local_pair(probe, g))
-                for g in range(len(probe.groups))]  # fmt: skip
+        return [
+            self.case(name, lambda: cls(**params), local_pair(probe, g))
+            for g in range(len(probe.groups))
+        ]
 
     def case(
         self,
@@ -532,10 +572,18 @@ class LocalAdapter:
             return run_local(build, pair, side, trials, rng, progress, device)
 
         return Case(
-            name, "local", pair.relation, pair.scenario, pair.group, pair.claim, None,
-            pair.slots, run, lambda runs: local_features(runs, pair.a, pair.b),
+            name,
+            "local",
+            pair.relation,
+            pair.scenario,
+            pair.group,
+            pair.claim,
+            None,
+            pair.slots,
+            run,
+            lambda runs: local_features(runs, pair.a, pair.b),
             lambda code: local_label(code, pair.slots),
-        )  # fmt: skip
+        )
 
 
 ADAPTERS: dict[str, Any] = {

@@ -98,13 +98,24 @@ def audit_case(
         status = "VIOLATION" if exceeds else "ok"
     label = case.label(int(event.threshold)) if event.feature == "pattern" else None
     return Verdict(
-        mechanism=case.mechanism, kind=case.kind, relation=case.relation,
-        scenario=case.scenario, group=case.group, w=case.claim.w, eps=case.claim.eps,
-        sensitivity=case.sensitivity, lower_bound=max(bound, 0.0) if math.isfinite(bound) else 0.0,
-        event=event.describe(label), counts=[result.k_a, result.n_a, result.k_b, result.n_b],
-        trials=trials, confidence=1.0 - alpha, noise=case.noise, control=control,
-        status=status, note=note,
-    )  # fmt: skip
+        mechanism=case.mechanism,
+        kind=case.kind,
+        relation=case.relation,
+        scenario=case.scenario,
+        group=case.group,
+        w=case.claim.w,
+        eps=case.claim.eps,
+        sensitivity=case.sensitivity,
+        lower_bound=max(bound, 0.0) if math.isfinite(bound) else 0.0,
+        event=event.describe(label),
+        counts=[result.k_a, result.n_a, result.k_b, result.n_b],
+        trials=trials,
+        confidence=1.0 - alpha,
+        noise=case.noise,
+        control=control,
+        status=status,
+        note=note,
+    )
 
 
 def _outputs(runs: Runs) -> np.ndarray:
@@ -138,7 +149,9 @@ def cases_for(
     adapter = ADAPTERS.get(cls.kind)
     if adapter is None:
         return [], Verdict(
-            name, str(cls.kind), status="no adapter",
+            name,
+            str(cls.kind),
+            status="no adapter",
             note=f"no adapter for kind {cls.kind!r}: add one to app.audit.runners.ADAPTERS",
-        )  # fmt: skip
+        )
     return adapter.cases(name, cls, settings, rng), None

@@ -89,11 +89,19 @@ def register(sub: Any) -> None:
     results.add_argument("--reuse", action="store_true", help="reuse existing results.csv files")
     results.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
     results.add_argument("--out", type=Path, default=Path("out/results"), help="run folders")
-    results.add_argument("--cost-dir", type=Path, default=Path("out/cost"),
-                         help="cost benchmark folder (run if missing)")  # fmt: skip
+    results.add_argument(
+        "--cost-dir",
+        type=Path,
+        default=Path("out/cost"),
+        help="cost benchmark folder (run if missing)",
+    )
     results.add_argument("--write", type=Path, default=Path("RESULTS.md"), help="report path")
-    results.add_argument("--figures", type=Path, default=Path("docs/results"),
-                         help="where the report's PNGs are copied")  # fmt: skip
+    results.add_argument(
+        "--figures",
+        type=Path,
+        default=Path("docs/results"),
+        help="where the report's PNGs are copied",
+    )
     results.set_defaults(func=_results)
 
     replay = sub.add_parser(
@@ -135,9 +143,14 @@ def _results(args: argparse.Namespace) -> int:
         print(missing, file=sys.stderr)
         return 2
     path = regenerate(
-        args.write, args.out, args.figures, args.cost_dir,
-        quick=args.quick, reuse=args.reuse, jobs=args.jobs,
-    )  # fmt: skip
+        args.write,
+        args.out,
+        args.figures,
+        args.cost_dir,
+        quick=args.quick,
+        reuse=args.reuse,
+        jobs=args.jobs,
+    )
     print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -324,8 +337,6 @@ def _throughput(args: argparse.Namespace) -> int:
             print(f"dpstream bench throughput: {exc}", file=sys.stderr)
             return 2
     return run_throughput(args)
-
-
 
 
 def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:

@@ -182,9 +182,13 @@ def run_local_task(
     rng = np.random.default_rng([task.seed, 7919])
     start = time.perf_counter()
     run = run_local(
-        values[:, order], data.d, task.mechanism,
-        {"groups": groups, "users": [int(x) for x in sizes[keep]]}, rng, keep="counts",
-    )  # fmt: skip
+        values[:, order],
+        data.d,
+        task.mechanism,
+        {"groups": groups, "users": [int(x) for x in sizes[keep]]},
+        rng,
+        keep="counts",
+    )
     seconds = time.perf_counter() - start
     r = run.histograms() * n  # frequencies -> counts (sum over groups of n_g * f_g)
     fresh = float(np.mean([x.fresh for x in run.releases]))

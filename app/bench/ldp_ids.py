@@ -82,15 +82,23 @@ def point_rows(
         run = run_local(values, d, name, params, rng, keep="counts")
         seconds = time.perf_counter() - began
         released = run.histograms()
-        rows.append({
-            "stream": stream, "mechanism": name, "eps": eps, "w": w,
-            "users": users, "slots": slots, "d": d, "seed": seed,
-            "mre": mre(released, truth, MRE_FLOOR),
-            "mae": float(np.abs(released - truth).mean()),
-            "cfpu": cfpu(run, users, slots, w),
-            "publications": sum(r.fresh for r in run.releases),
-            "run_s": round(seconds, 3),
-        })  # fmt: skip
+        rows.append(
+            {
+                "stream": stream,
+                "mechanism": name,
+                "eps": eps,
+                "w": w,
+                "users": users,
+                "slots": slots,
+                "d": d,
+                "seed": seed,
+                "mre": mre(released, truth, MRE_FLOOR),
+                "mae": float(np.abs(released - truth).mean()),
+                "cfpu": cfpu(run, users, slots, w),
+                "publications": sum(r.fresh for r in run.releases),
+                "run_s": round(seconds, 3),
+            }
+        )
     return rows
 
 
@@ -148,8 +156,9 @@ def run_points(
 
     jobs = jobs or os.cpu_count() or 1
     todo = [(dataset, tuple(mechanisms), e, w, s, dict(options)) for s in seeds for e, w in points]
-    bar = tqdm(total=len(todo) * len(mechanisms), desc=f"bench {dataset}", unit="run",
-               disable=not progress)  # fmt: skip
+    bar = tqdm(
+        total=len(todo) * len(mechanisms), desc=f"bench {dataset}", unit="run", disable=not progress
+    )
     rows: list[dict[str, Any]] = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for f in [pool.submit(_point_task, *t) for t in todo]:
@@ -218,9 +227,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     start = time.perf_counter()
     rows = grid(
-        args.streams, args.mechanisms, args.eps, args.w, args.users, args.slots,
+        args.streams,
+        args.mechanisms,
+        args.eps,
+        args.w,
+        args.users,
+        args.slots,
         list(range(args.seeds)),
-    )  # fmt: skip
+    )
     print(markdown(rows, "mre", args.mechanisms))
     print()
     print(markdown(rows, "cfpu", args.mechanisms))

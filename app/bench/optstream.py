@@ -292,13 +292,15 @@ def hierarchy(
                 for seed in range(trials):
                     errs: dict[tuple[str, str], float] = {}
                     for hier_label, calibration in hiers.items():
-                        hier = as_period(create(
-                            "optstream_h",
-                            d=x.shape[1],
-                            groups=[Group(W, 1.0)],
-                            alpha=alpha,
-                            **{**calibration, "k": k, "strict": strict},
-                        ))
+                        hier = as_period(
+                            create(
+                                "optstream_h",
+                                d=x.shape[1],
+                                groups=[Group(W, 1.0)],
+                                alpha=alpha,
+                                **{**calibration, "k": k, "strict": strict},
+                            )
+                        )
                         rng = np.random.default_rng(seed)
                         out = np.array([r.histogram for v in x for r in hier.step([v], rng)])
                         nat = float(np.abs(out.sum(axis=1) - national).mean())
@@ -574,11 +576,14 @@ def _plot(
 ) -> Path:
     x, title, name = plot
     return plot_optstream(
-        res, out / name, x=x, mechanisms=mechanisms,
+        res,
+        out / name,
+        x=x,
+        mechanisms=mechanisms,
         title=f"OptStream {title}, log10 mean L1 ({trials} trials)",
         footer=f"seeds 0..{trials - 1}; w = {W}, strict = {strict}, Laplace noise; solid: "
         "w-event private (features at w Delta), dashed: paper's Delta, not private",
-    )  # fmt: skip
+    )
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

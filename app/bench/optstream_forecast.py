@@ -112,14 +112,16 @@ def main(argv: list[str] | None = None) -> int:
                     for day, err in zip(labels, row, strict=True):
                         writer.writerow([args.region, args.eps, label, seed, day, f"{err:.3f}"])
         plot_forecast(
-            np.rint(x[days.start * W : (days.start + 1) * W]), first,
-            {label: errs.mean(axis=0) for label, errs in errors.items()}, labels,
+            np.rint(x[days.start * W : (days.start + 1) * W]),
+            first,
+            {label: errs.mean(axis=0) for label, errs in errors.items()},
+            labels,
             args.out / "fig6_forecast.png",
             title=f"OptStream Fig. 6, ARMA(1,1) day-ahead forecast, {args.region}, "
             f"eps = {args.eps:g} ({args.trials} trials)",
             footer="rte2013 (RTE regions, Jan-Feb 2013) released as one stream; each February day "
             "forecast from the 28 days before; Real = fitted on the true series",
-        )  # fmt: skip
+        )
     return 0
 
 

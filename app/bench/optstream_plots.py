@@ -83,15 +83,28 @@ def plot_forecast(
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
     left.plot([h / 2 for h in range(len(truth))], truth, color="black", lw=2, label="true")
     for k, (name, values) in enumerate(forecasts.items()):
-        left.plot([h / 2 for h in range(len(values))], values, lw=1, label=name,
-                  marker=MARKERS[k % len(MARKERS)], markevery=6, markersize=4)  # fmt: skip
+        left.plot(
+            [h / 2 for h in range(len(values))],
+            values,
+            lw=1,
+            label=name,
+            marker=MARKERS[k % len(MARKERS)],
+            markevery=6,
+            markersize=4,
+        )
     left.set_xlabel(f"hour of {days[0]}")
     left.set_ylabel("MW")
     left.set_title("day-ahead forecasts of the first target day", fontsize=9)
     left.legend(fontsize=7)
     for k, (name, errs) in enumerate(day_errors.items()):
-        right.plot(range(len(errs)), np.log10(errs), lw=1, label=name,
-                   marker=MARKERS[k % len(MARKERS)], markersize=4)  # fmt: skip
+        right.plot(
+            range(len(errs)),
+            np.log10(errs),
+            lw=1,
+            label=name,
+            marker=MARKERS[k % len(MARKERS)],
+            markersize=4,
+        )
     right.set_xticks(range(0, len(days), 7), [days[i] for i in range(0, len(days), 7)])
     right.set_ylabel("log10 mean L1 forecast error")
     right.set_title("every target day, mean over trials", fontsize=9)

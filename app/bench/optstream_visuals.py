@@ -33,12 +33,15 @@ __all__ = ["VISUALS", "panels", "write_all"]
 REGION = "Auvergne-Rhône-Alpes"
 Columns = dict[str, tuple[str, dict[str, Any]]]
 VISUALS: dict[str, tuple[str, list[float], Columns]] = {
-    "fig2": ("eps", [1.0, 0.1, 0.01], {k: FIG3[k] for k in ("Laplace", "DFT", "OptStream_ES",
-                                                             "OptStream_LS")}),
+    "fig2": (
+        "eps",
+        [1.0, 0.1, 0.01],
+        {k: FIG3[k] for k in ("Laplace", "DFT", "OptStream_ES", "OptStream_LS")},
+    ),
     "fig7": ("eps", [0.1], ABLATIONS),
     "fig9": ("alpha", [10.0, 50.0, 100.0], {"OptStream_LS": FIG3["OptStream_LS"]}),
     "fig11": ("alpha", [10.0, 50.0, 100.0], {k: FIG3[k] for k in ("PeGaSus", "OptStream_LS")}),
-}  # fmt: skip
+}
 """Figure -> (the rows' axis, its values, the mechanisms drawn)."""
 
 
@@ -75,8 +78,13 @@ def plot(
     axes[-1, 0].set_xlabel("hour of January 2013")
     axes[0, 0].legend(fontsize=7, ncol=len(next(iter(rows.values()))))
     fig.suptitle(title, fontsize=10)
-    return save(fig, path, f"{REGION}, rte2013 2013-01, w = {W}, seed 0, Laplace noise, "
-                "w-event private settings (features at w Delta)", dpi=80)  # fmt: skip
+    return save(
+        fig,
+        path,
+        f"{REGION}, rte2013 2013-01, w = {W}, seed 0, Laplace noise, "
+        "w-event private settings (features at w Delta)",
+        dpi=80,
+    )
 
 
 def write_all(out: Path, days: int = 7, figures: Sequence[str] = tuple(VISUALS)) -> list[Path]:

@@ -45,8 +45,15 @@ from app.dp.local.pfo import project_simplex
 from app.dp.types import Group
 
 PERSONALIZED = (
-    "plpd", "plpa", "plpd+", "plpa+", "plbd-rp", "plba-rp", "plbd-ops", "plba-ops",
-)  # fmt: skip
+    "plpd",
+    "plpa",
+    "plpd+",
+    "plpa+",
+    "plbd-rp",
+    "plba-rp",
+    "plbd-ops",
+    "plba-ops",
+)
 BASELINES = ("lpd", "lpa")
 EPS_TOP = 2.5
 """The largest personal budget of the paper's grid (Table IV)."""
@@ -151,14 +158,21 @@ def point(
             np.array([project_simplex(h) for h in released]) if name in BASELINES else released
         )
         row = {
-            "dataset": dataset, "mechanism": name, "eps": eps, "w": w, "users": n,
-            "slots": data.shape[0], "d": d, "seed": seed, "step": step,
+            "dataset": dataset,
+            "mechanism": name,
+            "eps": eps,
+            "w": w,
+            "users": n,
+            "slots": data.shape[0],
+            "d": d,
+            "seed": seed,
+            "step": step,
             "levels": len(params.get("groups", [0])),
             "amse": amse(released, truth),
             "ajsd": measures.ajsd(projected, truth),
             "publications": sum(r.fresh for r in run.releases),
             "run_s": round(time.perf_counter() - began, 3),
-        }  # fmt: skip
+        }
         rows.append(row)
         if name in BASELINES:
             rows.append({**row, "mechanism": f"{name}-proj", "amse": amse(projected, truth)})
@@ -188,8 +202,7 @@ def run(
                 for e in eps_values:
                     for w in w_values:
                         if (e, w) not in done:
-                            done[e, w] = point(dataset, mechanisms, e, w, seed, step,
-                                               values=values)  # fmt: skip
+                            done[e, w] = point(dataset, mechanisms, e, w, seed, step, values=values)
                         rows += [{"sweep": sweep, **r} for r in done[e, w]]
             if progress:
                 took = time.perf_counter() - began

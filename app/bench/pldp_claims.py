@@ -80,8 +80,11 @@ def gap(
 ) -> tuple[float, float, int, int]:
     """Over every (dataset, point) of ``sweep``: mean R, pooled gap, points where ``new`` is
     below ``base``, points (fractions, not %)."""
-    pairs = [(_at(m, (ds, sweep), p, new), _at(m, (ds, sweep), p, base))
-             for ds in datasets for p in _points(m, (ds, sweep))]  # fmt: skip
+    pairs = [
+        (_at(m, (ds, sweep), p, new), _at(m, (ds, sweep), p, base))
+        for ds in datasets
+        for p in _points(m, (ds, sweep))
+    ]
     if not pairs:
         return math.nan, math.nan, 0, 0
     r = sum(1 - x / b for x, b in pairs) / len(pairs)
@@ -129,8 +132,7 @@ def gap_table(m: Means) -> list[str]:
 
 def _lowest(m: Means, datasets: Sequence[str], sweep: str, mech: str) -> tuple[int, int]:
     keys = [(ds, sweep) for ds in datasets]
-    lows = [min(FIGURE, key=lambda x: _at(m, k, p, x)) == mech for k in keys
-            for p in _points(m, k)]  # fmt: skip
+    lows = [min(FIGURE, key=lambda x: _at(m, k, p, x)) == mech for k in keys for p in _points(m, k)]
     return sum(lows), len(lows)
 
 
@@ -145,39 +147,61 @@ def _gap_claims(m: Means) -> list[Claim]:
         verdict = percent_verdict(wins, n, r, paper_pct)
         off = abs(100 * r - paper_pct)
         size = "inside" if off <= MAGNITUDE_TOLERANCE else "outside"
-        why = (f"the gap is {off:.2f} points from the paper's, {size} the "
-               f"{MAGNITUDE_TOLERANCE:g}-point tolerance")  # fmt: skip
+        why = (
+            f"the gap is {off:.2f} points from the paper's, {size} the "
+            f"{MAGNITUDE_TOLERANCE:g}-point tolerance"
+        )
         if verdict == Verdict.AGREE and low < total:
             verdict = Verdict.PARTLY
             why += f"; partly because {mech.upper()} is not the lowest at {total - low}/{total}"
         extra = ""
         if group == "synthetic":
-            below = sum(_at(m, (d, sweep), p, "plpa") < _at(m, (d, sweep), p, "plpa+")
-                        for d in ds for p in _points(m, (d, sweep)))  # fmt: skip
+            below = sum(
+                _at(m, (d, sweep), p, "plpa") < _at(m, (d, sweep), p, "plpa+")
+                for d in ds
+                for p in _points(m, (d, sweep))
+            )
             extra = f"; PLPA < PLPA+ at {below}/{n}"
         fig = "Fig. 2 (eps, w = 120)" if sweep == "eps" else "Fig. 3 (w, eps = 1.5)"
-        out.append(Claim(
-            PAPER, ref, f"{fig}, {group}: {mech.upper()} about {paper_pct:g}% below LBA "
-            "and the lowest of the six methods", f"{paper_pct:g}%",
-            f"{pct(r)} mean R ({pct(pooled)} pooled), below at {wins}/{n}; lowest at "
-            f"{low}/{total}{extra}", verdict, why,
-        ))  # fmt: skip
+        out.append(
+            Claim(
+                PAPER,
+                ref,
+                f"{fig}, {group}: {mech.upper()} about {paper_pct:g}% below LBA "
+                "and the lowest of the six methods",
+                f"{paper_pct:g}%",
+                f"{pct(r)} mean R ({pct(pooled)} pooled), below at {wins}/{n}; lowest at "
+                f"{low}/{total}{extra}",
+                verdict,
+                why,
+            )
+        )
     for group, ds in _groups(m).items():
         mech, paper_pct = PAPER_OVERALL[group]
         both = [gap(m, ds, s, mech) for s in ("eps", "w")]
         r = sum(g[0] for g in both) / 2
         wins, n = sum(g[2] for g in both), sum(g[3] for g in both)
-        out.append(Claim(
-            PAPER, "H5", f"abstract, {group}: {mech.upper()} about {paper_pct:g}% below LBA "
-            "(mean of H1/H3 or H2/H4)", f"{paper_pct:g}%",
-            f"{pct(r)} (below at {wins}/{n})", percent_verdict(wins, n, r, paper_pct),
-        ))  # fmt: skip
+        out.append(
+            Claim(
+                PAPER,
+                "H5",
+                f"abstract, {group}: {mech.upper()} about {paper_pct:g}% below LBA "
+                "(mean of H1/H3 or H2/H4)",
+                f"{paper_pct:g}%",
+                f"{pct(r)} (below at {wins}/{n})",
+                percent_verdict(wins, n, r, paper_pct),
+            )
+        )
     return out
 
 
-def _pairs(m: Means, pairs: Sequence[tuple[str, str]], keys: Sequence[tuple[str, str]],
-           eps_min: float = -math.inf, strict: bool = True,
-           ) -> dict[str, tuple[int, int, list[str]]]:  # fmt: skip
+def _pairs(
+    m: Means,
+    pairs: Sequence[tuple[str, str]],
+    keys: Sequence[tuple[str, str]],
+    eps_min: float = -math.inf,
+    strict: bool = True,
+) -> dict[str, tuple[int, int, list[str]]]:
     """Per pair ``(low, high)``: points where low < high (``<=`` unless ``strict``), points,
     the points where not."""
     out = {}
@@ -208,9 +232,16 @@ def _h6(m: Means) -> list[Claim]:
     keys = [k for k in m if k[1] == "eps"] + [k for k in m if k[1] == "w"]
     res = _pairs(m, [(LBA, LBD), ("plpa", "plpd"), ("plpa+", "plpd+")], keys)
     good, n = sum(r[0] for r in res.values()), sum(r[1] for r in res.values())
-    return [Claim(PAPER, "H6", "absorption below distribution at every point: LBA < LBD, "
-                  "PLPA < PLPD, PLPA+ < PLPD+", "every point", _pair_text(res),
-                  by_share(good, n))]  # fmt: skip
+    return [
+        Claim(
+            PAPER,
+            "H6",
+            "absorption below distribution at every point: LBA < LBD, PLPA < PLPD, PLPA+ < PLPD+",
+            "every point",
+            _pair_text(res),
+            by_share(good, n),
+        )
+    ]
 
 
 def _h7(m: Means) -> list[Claim]:
@@ -231,13 +262,17 @@ def _h7(m: Means) -> list[Claim]:
             ok = all(s >= -NOISE_SE * se for s, se in zip(steps, ses, strict=True))
             tolerant += ok
             bad += [] if ok else [f"{mech.upper()}/{ds}/{sweep}"]
-    return [Claim(
-        PAPER, "H7", "AMSE non-increasing in eps and non-decreasing in w, every method",
-        "every curve (up to seed noise)",
-        f"{strict}/{n} curves strictly; {tolerant}/{n} within {NOISE_SE:g} standard errors"
-        + (f" (not: {', '.join(bad)})" if bad else ""),
-        by_share(tolerant, n),
-    )]  # fmt: skip
+    return [
+        Claim(
+            PAPER,
+            "H7",
+            "AMSE non-increasing in eps and non-decreasing in w, every method",
+            "every curve (up to seed noise)",
+            f"{strict}/{n} curves strictly; {tolerant}/{n} within {NOISE_SE:g} standard errors"
+            + (f" (not: {', '.join(bad)})" if bad else ""),
+            by_share(tolerant, n),
+        )
+    ]
 
 
 def _h8(m: Means) -> list[Claim]:
@@ -246,9 +281,16 @@ def _h8(m: Means) -> list[Claim]:
     every, top = _pairs(m, pairs, keys), _pairs(m, pairs, keys, eps_min=2.0)
     good, n = sum(r[0] for r in every.values()), sum(r[1] for r in every.values())
     top_text = "; ".join(f"{k} {g}/{t}" for k, (g, t, _) in top.items())
-    return [Claim(PAPER, "H8", "PLPD < LBD and PLPA < LBA at most eps points, especially at "
-                  "larger eps", "most points", f"{_pair_text(every)}; at eps >= 2: {top_text}",
-                  by_majority(good, n))]  # fmt: skip
+    return [
+        Claim(
+            PAPER,
+            "H8",
+            "PLPD < LBD and PLPA < LBA at most eps points, especially at larger eps",
+            "most points",
+            f"{_pair_text(every)}; at eps >= 2: {top_text}",
+            by_majority(good, n),
+        )
+    ]
 
 
 def _h9(m: Means) -> list[Claim]:
@@ -261,14 +303,24 @@ def _h9(m: Means) -> list[Claim]:
     pg, pn = sum(r[0] for r in pue.values()), sum(r[1] for r in pue.values())
     sin_text = "; ".join(f"{k} {g}/{t}" for k, (g, t, _) in sin.items())
     return [
-        Claim(PAPER, "H9", "ablation: OPS helps (PLBD-OPS <= PLPD, PLBA-OPS <= PLPA) at most "
-              "points",
-              "most points", _pair_text(ops), by_majority(og, on)),
-        Claim(PAPER, "H9", "ablation: PUE helps on real data (PLPD+ < PLBD-OPS, PLPA+ < "
-              "PLBA-OPS); on Sin its gain shrinks or reverses", "real: every point",
-              f"real: {_pair_text(pue)}; Sin: {sin_text}",
-              by_share(pg, pn) if pn else Verdict.NOT_RUN),
-    ]  # fmt: skip
+        Claim(
+            PAPER,
+            "H9",
+            "ablation: OPS helps (PLBD-OPS <= PLPD, PLBA-OPS <= PLPA) at most points",
+            "most points",
+            _pair_text(ops),
+            by_majority(og, on),
+        ),
+        Claim(
+            PAPER,
+            "H9",
+            "ablation: PUE helps on real data (PLPD+ < PLBD-OPS, PLPA+ < "
+            "PLBA-OPS); on Sin its gain shrinks or reverses",
+            "real: every point",
+            f"real: {_pair_text(pue)}; Sin: {sin_text}",
+            by_share(pg, pn) if pn else Verdict.NOT_RUN,
+        ),
+    ]
 
 
 def claims(rows: Sequence[dict[str, Any]]) -> list[Claim]:
@@ -278,8 +330,10 @@ def claims(rows: Sequence[dict[str, Any]]) -> list[Claim]:
 
 
 def _amse_table(m: Means, mechs: Sequence[str] = ("lpd", "lpa", *FIGURE, *ABLATIONS)) -> list[str]:
-    lines = ["| data | eps | w | " + " | ".join(x.upper() for x in mechs) + " |",
-             "|---" * (3 + len(mechs)) + "|"]  # fmt: skip
+    lines = [
+        "| data | eps | w | " + " | ".join(x.upper() for x in mechs) + " |",
+        "|---" * (3 + len(mechs)) + "|",
+    ]
     seen = set()
     for (ds, sweep), mm in m.items():
         for p in _points(m, (ds, sweep)):

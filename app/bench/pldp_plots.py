@@ -34,10 +34,15 @@ def plot_all(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
         n, t = mine[0]["users"], mine[0]["slots"]
         seeds = sorted({r["seed"] for r in mine})
         for panel, mechs in PANELS.items():
-            paths.append(plot_sweep(
-                mine, out / f"pldp-{ds}-{sweep}-{panel}.png", x=sweep, measure="amse",
-                title=f"PLDP-IDS {panel} on {ds}: AMSE vs {sweep} ({FIXED[sweep]})",
-                footer=f"dpstream bench pldp; N = {n}, T = {t}, seeds {seeds}",
-                mechanisms=mechs,
-            ))  # fmt: skip
+            paths.append(
+                plot_sweep(
+                    mine,
+                    out / f"pldp-{ds}-{sweep}-{panel}.png",
+                    x=sweep,
+                    measure="amse",
+                    title=f"PLDP-IDS {panel} on {ds}: AMSE vs {sweep} ({FIXED[sweep]})",
+                    footer=f"dpstream bench pldp; N = {n}, T = {t}, seeds {seeds}",
+                    mechanisms=mechs,
+                )
+            )
     return paths

@@ -162,9 +162,16 @@ def plot_preset(rows: Sequence[dict[str, Any]], out_dir: str | Path, preset: Pre
     footer = f"seeds {list(preset.seeds)}; options {preset.dataset_options}"
     if preset.sweep == "points":
         return [
-            plot_bars(rows, out / f"{preset.measure}.png", measure=preset.measure, title=title,
-                      footer=footer, log_y=preset.log_y, mechanisms=preset.mechanisms)
-        ]  # fmt: skip
+            plot_bars(
+                rows,
+                out / f"{preset.measure}.png",
+                measure=preset.measure,
+                title=title,
+                footer=footer,
+                log_y=preset.log_y,
+                mechanisms=preset.mechanisms,
+            )
+        ]
     fixed = f"w = {preset.w_values[0]}" if preset.sweep == "eps" else f"ε = {preset.eps_values[0]}"
     xlabel = None
     if preset.sweep == "ratio":
@@ -173,8 +180,16 @@ def plot_preset(rows: Sequence[dict[str, Any]], out_dir: str | Path, preset: Pre
         xlabel = f"o = share of users with {special}"
     measures = [preset.measure] + (["cfpu"] if preset.kind == "local" else [])
     return [
-        plot_sweep(rows, out / f"{m}_vs_{preset.sweep}.png", x=preset.sweep, measure=m,
-                   title=f"{title}, {fixed}", footer=footer, log_y=preset.log_y,
-                   mechanisms=preset.mechanisms, xlabel=xlabel)
+        plot_sweep(
+            rows,
+            out / f"{m}_vs_{preset.sweep}.png",
+            x=preset.sweep,
+            measure=m,
+            title=f"{title}, {fixed}",
+            footer=footer,
+            log_y=preset.log_y,
+            mechanisms=preset.mechanisms,
+            xlabel=xlabel,
+        )
         for m in measures
-    ]  # fmt: skip
+    ]

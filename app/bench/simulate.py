@@ -87,8 +87,16 @@ def answer(
         support = oracle.sample_support(counts, rng)
         if support is not None:
             size = int(mine.shape[0])
-            record = Sent(request.slot, request.round, request.oracle, request.eps,
-                          request.units, size, None, None)  # fmt: skip
+            record = Sent(
+                request.slot,
+                request.round,
+                request.oracle,
+                request.eps,
+                request.units,
+                size,
+                None,
+                None,
+            )
             return Tally(request.slot, request.round, support[None, :], np.array([size])), record
     asked = np.arange(values.shape[0]) if asked_mask is None else np.flatnonzero(asked_mask)
     support = np.zeros((m, request.d), dtype=np.int64)

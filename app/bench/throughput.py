@@ -145,10 +145,18 @@ def _produce(args: argparse.Namespace, bootstrap: str, topic: str, n: int, rate:
     with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
         shares = [n // jobs + (1 if j < n % jobs else 0) for j in range(jobs)]
         futures = [
-            pool.submit(_produce_part, bootstrap, topic, share, args.users,
-                        j * (args.users // jobs), rate / jobs, secrets.randbits(32))
+            pool.submit(
+                _produce_part,
+                bootstrap,
+                topic,
+                share,
+                args.users,
+                j * (args.users // jobs),
+                rate / jobs,
+                secrets.randbits(32),
+            )
             for j, share in enumerate(shares)
-        ]  # fmt: skip
+        ]
         for f in futures:
             f.result()
     return n / (time.perf_counter() - started)
@@ -253,8 +261,10 @@ def _topics_dir(partitions: int, into: Path) -> Path:
     for spec in TOPICS_DIR.glob("*.yaml"):
         text = spec.read_text()
         if spec.stem in CO_PARTITIONED:
-            lines = [f"partitions: {partitions}" if line.startswith("partitions:") else line
-                     for line in text.splitlines()]  # fmt: skip
+            lines = [
+                f"partitions: {partitions}" if line.startswith("partitions:") else line
+                for line in text.splitlines()
+            ]
             text = "\n".join(lines) + "\n"
         (into / spec.name).write_text(text)
     return into
@@ -371,13 +381,19 @@ def run_throughput(args: argparse.Namespace) -> int:
             t_end = time.time()
             n += m
             _until_counted(ports, n, timeout_s=args.timeout_s)
-            ended = [s for s in range(math.ceil(t_start / args.slot_s), int(t_end / args.slot_s))
-                     if (s + 1) * args.slot_s <= t_end]  # fmt: skip
+            ended = [
+                s
+                for s in range(math.ceil(t_start / args.slot_s), int(t_end / args.slot_s))
+                if (s + 1) * args.slot_s <= t_end
+            ]
             deadline = time.monotonic() + 10 + 3 * args.slot_s
             while time.monotonic() < deadline and not set(ended) <= set(watch.arrived):
                 time.sleep(0.1)
-            lat = sorted(watch.arrived[s] - ((s + 1) * args.slot_s + GRACE_S)
-                         for s in ended if s in watch.arrived)  # fmt: skip
+            lat = sorted(
+                watch.arrived[s] - ((s + 1) * args.slot_s + GRACE_S)
+                for s in ended
+                if s in watch.arrived
+            )
             if lat:
                 print(
                     f"slot close -> release at a consumer, {args.rate:,.0f} events/s: "
@@ -393,12 +409,19 @@ def run_throughput(args: argparse.Namespace) -> int:
         if not args.skip_bare:
             _stop_workers(workers)
             workers = []
-            shares = [[p for p in range(partitions) if p % args.workers == k]
-                      for k in range(args.workers)]  # fmt: skip
+            shares = [
+                [p for p in range(partitions) if p % args.workers == k] for k in range(args.workers)
+            ]
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(len(shares), mp_context=ctx) as pool:
-                runs = list(pool.map(_bare_aiokafka, [bootstrap] * len(shares),
-                                     [topics.events] * len(shares), shares))  # fmt: skip
+                runs = list(
+                    pool.map(
+                        _bare_aiokafka,
+                        [bootstrap] * len(shares),
+                        [topics.events] * len(shares),
+                        shares,
+                    )
+                )
             seen = sum(r[0] for r in runs)
             bare_us = sum(r[1] for r in runs) / max(1, seen) * 1e6
             wall = max(r[2] for r in runs)

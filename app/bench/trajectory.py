@@ -148,9 +148,13 @@ def run_one(
 
 
 def sweep(
-    data: Trajectories, axis: str, values: Sequence[float], base: dict[str, float], cap: int,
+    data: Trajectories,
+    axis: str,
+    values: Sequence[float],
+    base: dict[str, float],
+    cap: int,
     seeds: int,
-) -> list[dict[str, float | str]]:  # fmt: skip
+) -> list[dict[str, float | str]]:
     """Mean MAE/MRE over seeds for every mechanism and value of ``axis`` (eps, w or n)."""
     rows: list[dict[str, float | str]] = []
     for v in values:
@@ -162,9 +166,16 @@ def sweep(
                     for s in range(seeds)
                 ]
             )
-            rows.append({"axis": axis, "value": v, "mechanism": name,
-                         "mae": float(res[:, 0].mean()), "mre": float(res[:, 1].mean()),
-                         "seeds": seeds})  # fmt: skip
+            rows.append(
+                {
+                    "axis": axis,
+                    "value": v,
+                    "mechanism": name,
+                    "mae": float(res[:, 0].mean()),
+                    "mre": float(res[:, 1].mean()),
+                    "seeds": seeds,
+                }
+            )
     return rows
 
 

@@ -71,9 +71,14 @@ def tdrive_cells(
 
 
 def tdrive(
-    rows: int = 10, cols: int = 10, neighbours: int = 8, slot_min: float = 10.0, cap: int = 5,
-    calibration: float = 0.1, slots: int | None = None,
-) -> Trajectories:  # fmt: skip
+    rows: int = 10,
+    cols: int = 10,
+    neighbours: int = 8,
+    slot_min: float = 10.0,
+    cap: int = 5,
+    calibration: float = 0.1,
+    slots: int | None = None,
+) -> Trajectories:
     """T-Drive over a ``rows x cols`` grid in ``slot_min``-minute slots (first ``slots`` only)."""
     taxi, slot, cell = tdrive_cells(rows, cols, slot_min)
     taxis = np.unique(taxi)
@@ -104,9 +109,13 @@ def tdrive(
     graph = Graph.grid(rows, cols, neighbours)
     users = len(taxis) - int(len(taxis) * calibration)
     return Trajectories(
-        released, graph, ball_groups(graph), _process_var(calib),
-        clipped / max(kept + clipped, 1), users,
-    )  # fmt: skip
+        released,
+        graph,
+        ball_groups(graph),
+        _process_var(calib),
+        clipped / max(kept + clipped, 1),
+        users,
+    )
 
 
 def read_diginetica(path: Path | None = None) -> list[tuple[int, date, int, int]]:
@@ -115,10 +124,14 @@ def read_diginetica(path: Path | None = None) -> list[tuple[int, date, int, int]
     with source.open(newline="") as f:
         reader = csv.DictReader(f, delimiter=";")
         return [
-            (int(r["session_id"]), date.fromisoformat(r["eventdate"]), int(r["timeframe"]),
-             int(r["item_id"]))
+            (
+                int(r["session_id"]),
+                date.fromisoformat(r["eventdate"]),
+                int(r["timeframe"]),
+                int(r["item_id"]),
+            )
             for r in reader
-        ]  # fmt: skip
+        ]
 
 
 def covisit_graph(sessions: Sequence[Sequence[int]], d: int, top_k: int) -> Graph:
@@ -166,9 +179,13 @@ def diginetica(
     graph = covisit_graph(public, d, top_k)
     per_slot = np.bincount([day // slot_days for day, _ in ordered], minlength=total)
     return Trajectories(
-        counts, graph, ball_groups(graph), _process_var(calib),
-        clipped / max(kept + clipped, 1), int(per_slot.max()),
-    )  # fmt: skip
+        counts,
+        graph,
+        ball_groups(graph),
+        _process_var(calib),
+        clipped / max(kept + clipped, 1),
+        int(per_slot.max()),
+    )
 
 
 __all__ = [

@@ -32,8 +32,11 @@ PRESETS: dict[str, tuple[str, list[float]]] = {
     "fig9": ("w", [40.0, 80.0, 120.0, 160.0, 200.0]),
     "fig10": ("n", [4.0, 5.0, 6.0, 7.0, 8.0, 9.0]),
 }
-QUICK: dict[str, list[float]] = {"eps": [0.2, 0.6, 1.0], "w": [40.0, 120.0, 200.0],
-                                 "n": [4.0, 6.0, 9.0]}  # fmt: skip
+QUICK: dict[str, list[float]] = {
+    "eps": [0.2, 0.6, 1.0],
+    "w": [40.0, 120.0, 200.0],
+    "n": [4.0, 6.0, 9.0],
+}
 QUICK_SLOTS = 192
 LOADERS: dict[str, Callable[[int], Trajectories]] = {
     "msnbc": lambda cap: load(slots=768, cap=cap),
@@ -47,9 +50,13 @@ values a slot."""
 def truncated(data: Trajectories, slots: int) -> Trajectories:
     """The first ``slots`` slots of ``data`` (the rest unchanged)."""
     return Trajectories(
-        data.counts[:slots], data.graph, data.page_groups, data.process_var,
-        data.clipped_share, data.slot_users,
-    )  # fmt: skip
+        data.counts[:slots],
+        data.graph,
+        data.page_groups,
+        data.process_var,
+        data.clipped_share,
+        data.slot_users,
+    )
 
 
 def run(
@@ -67,16 +74,27 @@ def run(
         grid = QUICK[axis] if quick else values
         for r in sweep(data, axis, grid, DEFAULTS, cap, seeds):
             params = {**DEFAULTS, axis: r["value"]}
-            rows.append({"dataset": name, "figure": fig, **r, **params, "l": cap,
-                         "slots": len(data.counts), "seeds_used": f"0..{seeds - 1}"})  # fmt: skip
+            rows.append(
+                {
+                    "dataset": name,
+                    "figure": fig,
+                    **r,
+                    **params,
+                    "l": cap,
+                    "slots": len(data.counts),
+                    "seeds_used": f"0..{seeds - 1}",
+                }
+            )
     return rows
 
 
 def ordering(rows: Sequence[dict[str, Any]], measure: str) -> list[tuple[str, float]]:
     """Mechanisms from best to worst by mean ``measure`` over the rows at the defaults."""
     at = [r for r in rows if all(float(r[k]) == v for k, v in DEFAULTS.items())]
-    means = {m: float(np.mean([float(r[measure]) for r in at if r["mechanism"] == m]))
-             for m in MECHANISMS}  # fmt: skip
+    means = {
+        m: float(np.mean([float(r[measure]) for r in at if r["mechanism"] == m]))
+        for m in MECHANISMS
+    }
     return sorted(means.items(), key=lambda kv: kv[1])
 
 
@@ -88,12 +106,18 @@ def plots(rows: Sequence[dict[str, Any]], out: Path, name: str) -> list[Path]:
         if not sub:
             continue
         for measure in ("mae", "mre"):
-            paths.append(plot_sweep(
-                sub, out / f"trajectory-{name}-{fig}-{measure}.png", x=axis, measure=measure,
-                title=f"{name}: {measure.upper()} vs {axis} ({fig} of Liu et al. 2021)",
-                footer=f"others at eps=1, w=120, n=6; l={sub[0]['l']}; T={sub[0]['slots']}; "
-                f"seeds {sub[0]['seeds_used']}", mechanisms=MECHANISMS,
-            ))  # fmt: skip
+            paths.append(
+                plot_sweep(
+                    sub,
+                    out / f"trajectory-{name}-{fig}-{measure}.png",
+                    x=axis,
+                    measure=measure,
+                    title=f"{name}: {measure.upper()} vs {axis} ({fig} of Liu et al. 2021)",
+                    footer=f"others at eps=1, w=120, n=6; l={sub[0]['l']}; T={sub[0]['slots']}; "
+                    f"seeds {sub[0]['seeds_used']}",
+                    mechanisms=MECHANISMS,
+                )
+            )
     return paths
 
 
@@ -134,8 +158,10 @@ def run_cli(args: argparse.Namespace) -> int:
         if args.quick or args.slots:
             data = truncated(data, args.slots or QUICK_SLOTS)
         g = data.graph
-        print(f"{name}: T={len(data.counts)}, d={g.nodes}, {g.edge_count} edges, "
-              f"clipped {100 * data.clipped_share:.2f}% of visits (l={args.cap})")  # fmt: skip
+        print(
+            f"{name}: T={len(data.counts)}, d={g.nodes}, {g.edge_count} edges, "
+            f"clipped {100 * data.clipped_share:.2f}% of visits (l={args.cap})"
+        )
         mine = run(name, data, args.quick, seeds, args.cap, figures)
         rows += mine
         plots(mine, args.out, name)

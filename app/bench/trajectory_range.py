@@ -156,8 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.perf_counter()
         graph, users = LOADERS[name]()
         table = range_table(Ranges(graph), users)
-        print(f"\n{name}: {len(users)} users, graph {graph.nodes} nodes / {graph.edge_count} "
-              f"edges ({time.perf_counter() - started:.0f} s)")  # fmt: skip
+        print(
+            f"\n{name}: {len(users)} users, graph {graph.nodes} nodes / {graph.edge_count} "
+            f"edges ({time.perf_counter() - started:.0f} s)"
+        )
         print(markdown(table))
     return 0
 

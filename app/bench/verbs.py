@@ -49,8 +49,11 @@ def grid_figures(paper: str) -> list[str]:
     return [n.removeprefix(paper + "-") for n in names() if n.startswith(paper + "-")]
 
 
-MODULES = {"pldp": "app.bench.pldp", "optstream": "app.bench.optstream",
-           "wn": "app.bench.trajectory_figs"}  # fmt: skip
+MODULES = {
+    "pldp": "app.bench.pldp",
+    "optstream": "app.bench.optstream",
+    "wn": "app.bench.trajectory_figs",
+}
 """The papers whose verb takes its module's own options (the module is heavy: numpy, scipy,
 matplotlib; it is imported when the verb runs, never when the parser is built)."""
 
@@ -78,8 +81,9 @@ def _module_paper(args: argparse.Namespace) -> int:
     import importlib
 
     module = importlib.import_module(MODULES[args.paper])
-    parser = argparse.ArgumentParser(prog=f"dpstream bench {args.paper}",
-                                     description=PAPERS[args.paper])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog=f"dpstream bench {args.paper}", description=PAPERS[args.paper]
+    )
     module.add_arguments(parser)
     return int(module.run_cli(parser.parse_args(args.rest)))
 

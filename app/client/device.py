@@ -99,10 +99,14 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """Plain values for msgpack."""
         return {
-            "mechanism": self.mechanism, "slot": self.slot, "round": self.round,
-            "user": self.user, "group": self.group, "oracle": self.oracle,
+            "mechanism": self.mechanism,
+            "slot": self.slot,
+            "round": self.round,
+            "user": self.user,
+            "group": self.group,
+            "oracle": self.oracle,
             "payload": list(self.payload),
-        }  # fmt: skip
+        }
 
 
 class Device:
@@ -156,9 +160,14 @@ class Device:
         oracle = make(request.oracle[self.group], request.d, eps)
         payload = oracle.payloads(oracle.perturb(np.array([int(value)]), rng))[0]
         return Report(
-            request.mechanism, request.slot, request.round, self.enrollment.user, self.group,
-            oracle.name, payload,
-        )  # fmt: skip
+            request.mechanism,
+            request.slot,
+            request.round,
+            self.enrollment.user,
+            self.group,
+            oracle.name,
+            payload,
+        )
 
     def admit(self, request: CollectionRequest, value: int, when: When) -> float | None:
         """Steps 1-3 and the spending of step 4: the budget to perturb with, or None if not asked.
@@ -191,8 +200,10 @@ class Device:
         budget = self.ledger.budget
         eps = budget.to_eps(units) if units > 0 else 0.0
         asked_eps = request.eps[group]
-        if units <= 0 or oracle_name not in ORACLES or not (
-            within(eps, asked_eps) and within(asked_eps, eps)
+        if (
+            units <= 0
+            or oracle_name not in ORACLES
+            or not (within(eps, asked_eps) and within(asked_eps, eps))
         ):
             raise ReportRefusedError(
                 f"user {me.user} refuses slot {request.slot} {request.round}: request budget "

@@ -90,7 +90,14 @@ class Fleet:
             payloads = oracle.payloads(oracle.perturb(v[idx], rng))
             for i, payload in zip(idx, payloads, strict=True):
                 out.reports.append(
-                    Report(request.mechanism, request.slot, request.round,
-                           self.devices[i].enrollment.user, group, oracle.name, payload)
-                )  # fmt: skip
+                    Report(
+                        request.mechanism,
+                        request.slot,
+                        request.round,
+                        self.devices[i].enrollment.user,
+                        group,
+                        oracle.name,
+                        payload,
+                    )
+                )
         return out

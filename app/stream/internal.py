@@ -58,9 +58,16 @@ class Partial:
     """Counts of users, or for a sum stream the clipped amounts' sums."""
 
     def encode(self) -> bytes:
-        return _pack({"kind": "partial", "stream": self.stream, "slot": self.slot,
-                      "partition": self.partition, "partitions": self.partitions,
-                      "counts": self.counts})  # fmt: skip
+        return _pack(
+            {
+                "kind": "partial",
+                "stream": self.stream,
+                "slot": self.slot,
+                "partition": self.partition,
+                "partitions": self.partitions,
+                "counts": self.counts,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,14 @@ class Tick:
 
     def encode(self) -> bytes:
         progress = {int(p): float(t) for p, t in self.progress.items()}
-        return _pack({"kind": "tick", "stream": self.stream, "progress": progress,
-                      "partitions": self.partitions})  # fmt: skip
+        return _pack(
+            {
+                "kind": "tick",
+                "stream": self.stream,
+                "progress": progress,
+                "partitions": self.partitions,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -92,10 +105,19 @@ class PartitionTally:
     at: float
 
     def encode(self) -> bytes:
-        return _pack({"kind": "tally", "stream": self.stream, "slot": self.slot,
-                      "round": self.round, "partition": self.partition,
-                      "partitions": self.partitions, "support": self.support,
-                      "reports": self.reports, "now": self.at})  # fmt: skip
+        return _pack(
+            {
+                "kind": "tally",
+                "stream": self.stream,
+                "slot": self.slot,
+                "round": self.round,
+                "partition": self.partition,
+                "partitions": self.partitions,
+                "support": self.support,
+                "reports": self.reports,
+                "now": self.at,
+            }
+        )
 
 
 Internal = Partial | Tick | PartitionTally
@@ -113,17 +135,29 @@ def decode(raw: bytes | None) -> Internal:
     kind = msg["kind"]
     stream, partitions = _get(msg, "stream", str), _get(msg, "partitions", int)
     if kind == "partial":
-        return Partial(stream, _get(msg, "slot", int), _get(msg, "partition", int), partitions,
-                       _numbers(msg, "counts"))  # fmt: skip
+        return Partial(
+            stream,
+            _get(msg, "slot", int),
+            _get(msg, "partition", int),
+            partitions,
+            _numbers(msg, "counts"),
+        )
     if kind == "tick":
         progress = _get(msg, "progress", dict)
         if not all(_is(p, int) and _is(t, float) for p, t in progress.items()):
             raise InternalError("tick progress must map partitions to times")
         return Tick(stream, {int(p): float(t) for p, t in progress.items()}, partitions)
     if kind == "tally":
-        return PartitionTally(stream, _get(msg, "slot", int), _get(msg, "round", str),
-                     _get(msg, "partition", int), partitions, _ints(msg, "support"),
-                     _ints(msg, "reports"), float(_get(msg, "now", float)))  # fmt: skip
+        return PartitionTally(
+            stream,
+            _get(msg, "slot", int),
+            _get(msg, "round", str),
+            _get(msg, "partition", int),
+            partitions,
+            _ints(msg, "support"),
+            _ints(msg, "reports"),
+            float(_get(msg, "now", float)),
+        )
     raise InternalError(f"unknown kind {str(kind)[:32]!r}")
 
 
@@ -155,35 +189,57 @@ class OpenRound:
 
     def merge(self, tally: PartitionTally) -> OpenRound:
         return OpenRound(
-            self.slot, self.round,
+            self.slot,
+            self.round,
             [a + b for a, b in zip(self.support, tally.support, strict=True)],
             [a + b for a, b in zip(self.reports, tally.reports, strict=True)],
-            self.of, (*self.parts, tally.partition),
-        )  # fmt: skip
+            self.of,
+            (*self.parts, tally.partition),
+        )
 
 
 def encode_open_slots(slots: dict[int, OpenSlot]) -> bytes:
-    return _pack({slot: {"counts": o.counts, "parts": list(o.parts), "digests": o.digests}
-                  for slot, o in slots.items()})  # fmt: skip
+    return _pack(
+        {
+            slot: {"counts": o.counts, "parts": list(o.parts), "digests": o.digests}
+            for slot, o in slots.items()
+        }
+    )
 
 
 def decode_open_slots(raw: bytes | None) -> dict[int, OpenSlot]:
     found = _unpack(raw)
-    return {int(slot): OpenSlot(o["counts"], tuple(o["parts"]), dict(o.get("digests", {})))
-            for slot, o in found.items()}  # fmt: skip
+    return {
+        int(slot): OpenSlot(o["counts"], tuple(o["parts"]), dict(o.get("digests", {})))
+        for slot, o in found.items()
+    }
 
 
 def encode_open_round(cur: OpenRound) -> bytes:
-    return _pack({"slot": cur.slot, "round": cur.round, "support": cur.support,
-                  "reports": cur.reports, "parts": list(cur.parts), "of": cur.of})  # fmt: skip
+    return _pack(
+        {
+            "slot": cur.slot,
+            "round": cur.round,
+            "support": cur.support,
+            "reports": cur.reports,
+            "parts": list(cur.parts),
+            "of": cur.of,
+        }
+    )
 
 
 def decode_open_round(raw: bytes | None) -> OpenRound | None:
     if raw is None:
         return None
     o = _unpack(raw)
-    return OpenRound(int(o["slot"]), str(o["round"]), list(o["support"]), list(o["reports"]),
-                     int(o["of"]), tuple(o["parts"]))  # fmt: skip
+    return OpenRound(
+        int(o["slot"]),
+        str(o["round"]),
+        list(o["support"]),
+        list(o["reports"]),
+        int(o["of"]),
+        tuple(o["parts"]),
+    )
 
 
 # -- helpers -----------------------------------------------------------------------------------

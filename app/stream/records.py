@@ -152,12 +152,6 @@ def decode_preference(raw: bytes | None) -> str | None:
     return level if isinstance(level, str) else None
 
 
-
-
-
-
-
-
 MAX_DEAD_LETTER_BYTES = 64 << 10
 """Rejected values larger than this are kept truncated, with their size and sha256."""
 MAX_EVENT_BYTES = 64 << 10
@@ -352,4 +346,3 @@ def decode_report(raw: bytes | None) -> tuple[str, int, int, int, int, list[int]
     if type(payload) is not list or not all(type(x) is int for x in payload):
         raise BadEvent("wrong_type", "payload must be a list of integers")
     return stream, slot, r, user, group, payload
-

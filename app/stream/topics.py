@@ -165,7 +165,9 @@ def create_topics(
             if have != spec.partitions:
                 log.warning(
                     "topic exists with other partitions topic=%s have=%d spec=%d",
-                    name, have, spec.partitions,
+                    name,
+                    have,
+                    spec.partitions,
                 )
             result[name] = "exists"
         else:

@@ -124,8 +124,17 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
     reader = PreferenceReader(settings, topics.preferences)
     late = LateSlots()
     board = StatusBoard()
-    releaser = Releaser(settings, topics, tables["ledger"], tables["slots"], produce, persist,
-                        preferences=reader.read, late=late, listeners=[board])  # fmt: skip
+    releaser = Releaser(
+        settings,
+        topics,
+        tables["ledger"],
+        tables["slots"],
+        produce,
+        persist,
+        preferences=reader.read,
+        late=late,
+        listeners=[board],
+    )
 
     def stop_reader(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> Awaitable[None]:
         return reader.stop()
@@ -160,8 +169,7 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
             )
         )
     if len(central) < len(settings.streams):
-        collectors.append(ReportService(settings, topics, group_id=f"{app_id}-reports",
-                                        late=late))  # fmt: skip
+        collectors.append(ReportService(settings, topics, group_id=f"{app_id}-reports", late=late))
     loop_watch = LoopWatch()
     probe = BrokerProbe(confluent_config(settings))
 
@@ -175,8 +183,11 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         # Stalled fetches while the broker answers the probe are saturation or a consumer
         # behind (its fetcher waits for the buffered records to be taken), not an outage.
         reachable = probe.reachable()
-        reasons += [f"{c.shortlabel}: broker unreachable" for c in collectors
-                    if not c.connected and not reachable]  # fmt: skip
+        reasons += [
+            f"{c.shortlabel}: broker unreachable"
+            for c in collectors
+            if not c.connected and not reachable
+        ]
         reasons += [f"{c.shortlabel}: catching up" for c in collectors if not c.consuming]
         if not agent["running"]:
             reasons.append(agent["error"] or "release agent not running")
@@ -187,9 +198,15 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         reasons += lagging(settings, now, releaser.next_slots())
         return "; ".join(reasons)
 
-    http = HttpService(settings.metrics_bind, settings.metrics_port, not_ready, board,
-                       expose_data=settings.expose_data_counts, loop_watch=loop_watch,
-                       probe=probe)  # fmt: skip
+    http = HttpService(
+        settings.metrics_bind,
+        settings.metrics_port,
+        not_ready,
+        board,
+        expose_data=settings.expose_data_counts,
+        loop_watch=loop_watch,
+        probe=probe,
+    )
     return app, [http, *collectors]
 
 
@@ -231,8 +248,10 @@ def lagging(settings: Settings, now: float, next_slots: Mapping[str, int]) -> li
         metrics.RELEASE_LAG_SECONDS.labels(sid).set(seconds)
         bound = lag_bound_s(stream)
         if seconds > bound:
-            out.append(f"stream {sid}: releases {seconds:.0f} s behind the wall clock "
-                       f"({slots} slots due, bound {bound:g} s)")  # fmt: skip
+            out.append(
+                f"stream {sid}: releases {seconds:.0f} s behind the wall clock "
+                f"({slots} slots due, bound {bound:g} s)"
+            )
     return out
 
 
@@ -281,11 +300,19 @@ def exit_code(code: object, reason: BaseException | None) -> int:
         UnknownMemberIdError,
     )
 
-    lost = (CommitFailedError, IllegalStateError, IllegalGenerationError,
-            RebalanceInProgressError, UnknownMemberIdError)  # fmt: skip
+    lost = (
+        CommitFailedError,
+        IllegalStateError,
+        IllegalGenerationError,
+        RebalanceInProgressError,
+        UnknownMemberIdError,
+    )
     status = code if isinstance(code, int) else (0 if code is None else 1)
     if status != 0 and isinstance(reason, lost):
-        log.warning("stopped after an offset commit lost to a rebalance (%r); its records are "
-                    "read again by the partition's next owner", reason)  # fmt: skip
+        log.warning(
+            "stopped after an offset commit lost to a rebalance (%r); its records are "
+            "read again by the partition's next owner",
+            reason,
+        )
         return 0
     return status

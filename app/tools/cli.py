@@ -31,9 +31,10 @@ def _simulate_devices(args: argparse.Namespace) -> int:
     from app.tools.simulator import Stats, ValueSource, run_devices
 
     logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        level=args.log_level,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
         stream=sys.stderr,
-    )  # fmt: skip
+    )
     try:
         settings = load_settings(config=args.config)
         if args.stream not in [s.id for s in settings.streams]:
@@ -61,9 +62,17 @@ def _simulate_devices(args: argparse.Namespace) -> int:
     stats = Stats()
     try:
         run_devices(
-            kafka, topics.collection_requests, topics.reports, stream, devices, values, stop,
-            rng, stats, preferences_topic=topics.preferences,
-        )  # fmt: skip
+            kafka,
+            topics.collection_requests,
+            topics.reports,
+            stream,
+            devices,
+            values,
+            stop,
+            rng,
+            stats,
+            preferences_topic=topics.preferences,
+        )
     except KeyboardInterrupt:
         pass
     finally:

@@ -57,8 +57,16 @@ def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event)
         if stream.local:
             rng = secure_rng()
             values = ValueSource("synthetic:sin", stream.users, stream.d, rng)
-            args = (confluent_config(settings), topics.collection_requests, topics.reports,
-                    stream, stream.users, values, stop, rng)  # fmt: skip
+            args = (
+                confluent_config(settings),
+                topics.collection_requests,
+                topics.reports,
+                stream,
+                stream.users,
+                values,
+                stop,
+                rng,
+            )
             kwargs = {"preferences_topic": topics.preferences}
             workers.append(threading.Thread(target=run_devices, args=args, kwargs=kwargs))
     for t in workers:
@@ -68,9 +76,13 @@ def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event)
 
 
 def _print_releases(
-    settings: Settings, topics: Topics, stop: threading.Event, post: str = "none",
-    truth: Truth | None = None, truth_file: Path | None = None,
-) -> None:  # fmt: skip
+    settings: Settings,
+    topics: Topics,
+    stop: threading.Event,
+    post: str = "none",
+    truth: Truth | None = None,
+    truth_file: Path | None = None,
+) -> None:
     """Print each new release (the reader checks the schema and drops duplicate copies), with
     the synthetic truth of its slot under it."""
     with ReleaseReader(confluent_config(settings), topics.releases) as reader:

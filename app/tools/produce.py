@@ -183,9 +183,11 @@ def synthetic_events(
             event = {"stream": stream.id, "user": user, "ts": now, "value": stream.labels[v]}
             try:
                 producer.produce(
-                    topics.events, key=user.encode(), value=msgpack.packb(event),
+                    topics.events,
+                    key=user.encode(),
+                    value=msgpack.packb(event),
                     on_delivery=deliveries,
-                )  # fmt: skip
+                )
             except BufferError:  # local queue full: the broker is not taking them
                 deliveries(_QueueFull(), None)
                 continue

@@ -103,8 +103,14 @@ def streams_seen(
     ``topic``, read for at most ``timeout_s`` seconds."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    consumer = Consumer({**config, "group.id": f"dpstream-tail-scan-{time.time_ns()}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})  # fmt: skip
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": f"dpstream-tail-scan-{time.time_ns()}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     seen: set[str] = set()
     try:
         meta = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
@@ -144,9 +150,11 @@ def tail(args: argparse.Namespace) -> int:
         probe(settings, timeout_s)
         seen = streams_seen(confluent_config(settings), topic, timeout_s)
         reader = ReleaseReader(
-            confluent_config(settings), topic, stream=args.stream,
+            confluent_config(settings),
+            topic,
+            stream=args.stream,
             from_beginning=args.from_beginning,
-        )  # fmt: skip
+        )
     except ServiceError as exc:
         print(f"dpstream releases tail: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -200,9 +208,11 @@ def tail(args: argparse.Namespace) -> int:
 
 
 def _render(
-    release: SlotRelease, labels: tuple[str, ...] | None, args: argparse.Namespace,
+    release: SlotRelease,
+    labels: tuple[str, ...] | None,
+    args: argparse.Namespace,
     frequencies: bool,
-) -> str:  # fmt: skip
+) -> str:
     if not args.json:
         if getattr(args, "wide", False):
             return format_line(release, labels)

@@ -115,8 +115,16 @@ def enrollments(stream: Any, devices: int) -> list[Enrollment]:
     for i in range(devices):
         g = int(np.searchsorted(edges, i, side="right"))
         level = stream.levels[min(g, len(stream.levels) - 1)]
-        out.append(Enrollment(user=i, w=level.w, eps=level.eps, group=g,
-                              slot_s=stream.slot_s, origin_s=stream.slots.start(0)))  # fmt: skip
+        out.append(
+            Enrollment(
+                user=i,
+                w=level.w,
+                eps=level.eps,
+                group=g,
+                slot_s=stream.slot_s,
+                origin_s=stream.slots.start(0),
+            )
+        )
     return out
 
 
@@ -130,8 +138,11 @@ def choose_levels(producer: Any, topic: str, stream: Any, fleet: Fleet) -> int:
     for device in fleet.devices:
         if device.group != stream.default_level:
             level = stream.levels[device.group].name
-            producer.produce(topic, key=str(device.enrollment.user).encode(),
-                             value=msgpack.packb({"level": level}))  # fmt: skip
+            producer.produce(
+                topic,
+                key=str(device.enrollment.user).encode(),
+                value=msgpack.packb({"level": level}),
+            )
             sent += 1
     producer.flush(30)
     return sent
@@ -180,7 +191,7 @@ def run_devices(
             "linger.ms": 5,
             "queue.buffering.max.messages": 1_000_000,
             **PRODUCER_CONFIG,
-        }  # fmt: skip
+        }
     )
     answered: set[bytes] = set()  # requests answered, byte for byte
     try:
@@ -206,13 +217,15 @@ def run_devices(
             answered.add(msg.value() or b"")
             request = CollectionRequest.from_dict(req["request"])
             stats.requests += 1
-            answer = fleet.respond(request, values.at(request.slot), rng,
-                                   When.on_wire(req, received))  # fmt: skip
+            answer = fleet.respond(
+                request, values.at(request.slot), rng, When.on_wire(req, received)
+            )
             for report in answer.reports:
                 body = report.to_dict()
                 body["stream"] = stream.id
-                producer.produce(reports_topic, key=str(report.user).encode(),
-                                 value=msgpack.packb(body))  # fmt: skip
+                producer.produce(
+                    reports_topic, key=str(report.user).encode(), value=msgpack.packb(body)
+                )
             producer.flush(30)
             stats.reports += len(answer.reports)
             stats.refused += len(answer.refused)
@@ -221,11 +234,19 @@ def run_devices(
             if answer.refused or answer.clock_refused:
                 log.warning(
                     "devices refused stream=%s slot=%d round=%s refused=%d clock_refused=%d",
-                    stream.id, request.slot, request.round, len(answer.refused),
+                    stream.id,
+                    request.slot,
+                    request.round,
+                    len(answer.refused),
                     len(answer.clock_refused),
-                )  # fmt: skip
-            log.info("answered stream=%s slot=%d round=%s reports=%d", stream.id, request.slot,
-                     request.round, len(answer.reports))  # fmt: skip
+                )
+            log.info(
+                "answered stream=%s slot=%d round=%s reports=%d",
+                stream.id,
+                request.slot,
+                request.round,
+                len(answer.reports),
+            )
     finally:
         producer.flush(10)
         consumer.close()

@@ -180,8 +180,9 @@ def check_preferences(
                 if (truncated and not matched) or partial_ts.get(p, -np.inf) < at + lag_s:
                     continue
                 what = f"a change to {level or 'the default level'} requested at {at:.3f}"
-                verdict.add(Violation("level_missing", (), f"{what} is not in the user's history",
-                                      (user,)))  # fmt: skip
+                verdict.add(
+                    Violation("level_missing", (), f"{what} is not in the user's history", (user,))
+                )
                 continue
             if changes[j][0] < at:
                 what = f"a change to {level or 'the default level'} requested at {at:.3f}"
@@ -231,8 +232,16 @@ def values(stream: StreamConfig, snap: Snapshot, hist: dict[str, History]) -> Va
     value = arr[:, 2].astype(np.int64)
     keep = _first_values(user, slot, value, stream.max_values)
     users = list(index)
-    out = Values(users, user[keep], slot[keep], arr[keep, 4].astype(np.int64), value[keep],
-                 arr[keep, 3], arr[keep, 5], np.zeros(keep.shape[0], dtype=np.int64))  # fmt: skip
+    out = Values(
+        users,
+        user[keep],
+        slot[keep],
+        arr[keep, 4].astype(np.int64),
+        value[keep],
+        arr[keep, 3],
+        arr[keep, 5],
+        np.zeros(keep.shape[0], dtype=np.int64),
+    )
     out.group[:] = stream.default_level
     levels = levels_of(stream)
     special = np.asarray([u in hist for u in users], dtype=bool)
@@ -242,8 +251,9 @@ def values(stream: StreamConfig, snap: Snapshot, hist: dict[str, History]) -> Va
         bounds = np.flatnonzero(np.diff(out.user[order])) + 1
         for seg in np.split(order, bounds):
             h = hist[users[int(out.user[seg[0]])]]
-            out.group[seg] = groups_of(h, out.slot[seg], levels, stream.default_level,
-                                       stream.slot_s)  # fmt: skip
+            out.group[seg] = groups_of(
+                h, out.slot[seg], levels, stream.default_level, stream.slot_s
+            )
     return out
 
 
@@ -413,10 +423,16 @@ def _explain(
     users = tuple(vals.users[int(u)] for u in vals.user[cand])
     in_gap = bool((vals.group[cand] < 0).any())
     kind = "no_gap" if in_gap else ("wrong_group" if cand.shape[0] else "overcount")
-    verdict.add(Violation(kind, (slot,),
-                          f"slot {slot} partition {part}: {excess:g} more value(s) "
-                          f"{stream.labels[v]!r} counted in level {stream.levels[g].name!r} "
-                          "than the rules allow", users))  # fmt: skip
+    verdict.add(
+        Violation(
+            kind,
+            (slot,),
+            f"slot {slot} partition {part}: {excess:g} more value(s) "
+            f"{stream.labels[v]!r} counted in level {stream.levels[g].name!r} "
+            "than the rules allow",
+            users,
+        )
+    )
     if 0 < cand.shape[0] <= excess + 0.5:
         return [(int(vals.user[c]), slot, g) for c in cand]
     return []
@@ -442,15 +458,26 @@ def _users(
     cost = np.asarray([spend.get(int(s), zero)[int(gi)] for s, gi in zip(slot, group, strict=True)])
     rows = Rows.of(user, slot, group, cost.astype(np.float64).reshape(-1))
     for u, sa, ga, sb, gb in two_groups(rows, levels):
-        verdict.add(Violation("two_groups", (sa, sb),
-                              f"counted in {levels[ga].name!r} at slot {sa} and in "
-                              f"{levels[gb].name!r} at slot {sb}", (vals.users[u],)))  # fmt: skip
+        verdict.add(
+            Violation(
+                "two_groups",
+                (sa, sb),
+                f"counted in {levels[ga].name!r} at slot {sa} and in "
+                f"{levels[gb].name!r} at slot {sb}",
+                (vals.users[u],),
+            )
+        )
     worst, bad = worst_windows(rows, levels)
     for lv, (n, frac) in zip(levels, worst, strict=True):
         verdict.levels.append(LevelSpend(lv.name, lv.w, lv.eps, n, frac))
     for o in bad:
         lv = levels[o.level]
-        verdict.add(Violation("overspend", (o.start,),
-                              f"level {lv.name!r}: {o.spent:.6g} spent in the {lv.w} slots "
-                              f"from slot {o.start}, eps {lv.eps:g}",
-                              (vals.users[o.user],)))  # fmt: skip
+        verdict.add(
+            Violation(
+                "overspend",
+                (o.start,),
+                f"level {lv.name!r}: {o.spent:.6g} spent in the {lv.w} slots "
+                f"from slot {o.start}, eps {lv.eps:g}",
+                (vals.users[o.user],),
+            )
+        )

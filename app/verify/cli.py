@@ -53,9 +53,13 @@ def _verify(args: argparse.Namespace) -> int:
         settings.stream(args.stream)
         probe(settings, args.broker_timeout or probe_timeout_s())
         verdict = verify(
-            settings, args.stream, since=args.since, idle_s=args.idle_s, max_s=args.max_s,
+            settings,
+            args.stream,
+            since=args.since,
+            idle_s=args.idle_s,
+            max_s=args.max_s,
             progress=not args.json and not args.no_progress,
-        )  # fmt: skip
+        )
     except ServiceError as exc:
         print(f"dpstream verify: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -78,21 +78,36 @@ def account_local(stream: StreamConfig, snap: Snapshot) -> Verdict:
         rows.append((user, slot, level, asked[group]))
     verdict.released = len(rows)
     arr = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
-    r = Rows.of(arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64),
-                arr[:, 2].astype(np.int64), arr[:, 3])  # fmt: skip
+    r = Rows.of(
+        arr[:, 0].astype(np.int64),
+        arr[:, 1].astype(np.int64),
+        arr[:, 2].astype(np.int64),
+        arr[:, 3],
+    )
     for u, sa, ga, sb, gb in two_groups(r, levels):
-        verdict.add(Violation("two_groups", (sa, sb),
-                              f"device answered at level {levels[ga].name!r} in slot {sa} and "
-                              f"{levels[gb].name!r} in slot {sb}", (str(u),)))  # fmt: skip
+        verdict.add(
+            Violation(
+                "two_groups",
+                (sa, sb),
+                f"device answered at level {levels[ga].name!r} in slot {sa} and "
+                f"{levels[gb].name!r} in slot {sb}",
+                (str(u),),
+            )
+        )
     worst, bad = worst_windows(r, levels)
     for lv, (n, frac) in zip(levels, worst, strict=True):
         verdict.levels.append(LevelSpend(lv.name, lv.w, lv.eps, n, frac))
     for o in bad:
         lv = levels[o.level]
-        verdict.add(Violation("device_window", (o.start,),
-                              f"level {lv.name!r}: {o.answers} answers spending {o.spent:.6g} in "
-                              f"the {lv.w} slots from slot {o.start}, eps {lv.eps:g}",
-                              (str(o.user),)))  # fmt: skip
+        verdict.add(
+            Violation(
+                "device_window",
+                (o.start,),
+                f"level {lv.name!r}: {o.answers} answers spending {o.spent:.6g} in "
+                f"the {lv.w} slots from slot {o.start}, eps {lv.eps:g}",
+                (str(o.user),),
+            )
+        )
     return verdict
 
 

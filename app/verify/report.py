@@ -25,10 +25,15 @@ def to_dict(verdict: Verdict, show_users: bool = False) -> dict[str, Any]:
         "since": verdict.since,
         "slots": {"first": first, "last": last, "released": count},
         "levels": [
-            {"name": lv.name, "w": lv.w, "eps": lv.eps, "users": lv.users,
-             "worst_window_fraction": round(lv.worst, 9)}
+            {
+                "name": lv.name,
+                "w": lv.w,
+                "eps": lv.eps,
+                "users": lv.users,
+                "worst_window_fraction": round(lv.worst, 9),
+            }
             for lv in verdict.levels
-        ],  # fmt: skip
+        ],
         "values": {
             "released": round(verdict.released, 6),
             "not_released": dict(sorted(verdict.not_released.items())),
@@ -77,8 +82,11 @@ def to_text(verdict: Verdict, show_users: bool = False) -> str:
         lines.append(f"  VIOLATION {kind} x{n}: {KINDS.get(kind, kind)}")
         shown = [v for v in verdict.violations if v.kind == kind][:SHOWN_PER_KIND]
         for v in shown:
-            who = (f" users: {', '.join(v.users)}" if show_users else
-                   f" ({len(v.users)} user(s))") if v.users else ""  # fmt: skip
+            who = (
+                (f" users: {', '.join(v.users)}" if show_users else f" ({len(v.users)} user(s))")
+                if v.users
+                else ""
+            )
             lines.append(f"    slots {list(v.slots)}: {v.detail}{who}")
         if n > len(shown):
             lines.append(f"    ... {n - len(shown)} more")

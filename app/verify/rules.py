@@ -97,10 +97,13 @@ def groups_of(
 ) -> npt.NDArray[np.int64]:
     """:func:`group_of` for many slots of one user (-1: not counted)."""
     return np.fromiter(
-        (-1 if (g := group_of(history, int(s), levels, default, slot_s)) is None else g
-         for s in slots),
-        dtype=np.int64, count=slots.shape[0],
-    )  # fmt: skip
+        (
+            -1 if (g := group_of(history, int(s), levels, default, slot_s)) is None else g
+            for s in slots
+        ),
+        dtype=np.int64,
+        count=slots.shape[0],
+    )
 
 
 def same_window(a: int, b: int, w: int) -> bool:

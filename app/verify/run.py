@@ -36,9 +36,14 @@ def verify(
     stream = settings.stream(stream_id)
     bar = _bar if progress else None
     snap = read_snapshot(
-        confluent_config(settings), load_topics(settings.topic_prefix), stream.local,
-        since=since, idle_s=idle_s, max_s=max_s, progress=bar,
-    )  # fmt: skip
+        confluent_config(settings),
+        load_topics(settings.topic_prefix),
+        stream.local,
+        since=since,
+        idle_s=idle_s,
+        max_s=max_s,
+        progress=bar,
+    )
     return judge(stream, snap)
 
 

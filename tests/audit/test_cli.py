@@ -11,8 +11,18 @@ from app.cli import main
 
 
 def test_audit_verb_prints_json_and_exits_zero(capsys):
-    code = main(["audit", "uniform", "--quick", "--trials", "20", "--json",
-                 "--controls", "uniform-half-scale"])  # fmt: skip
+    code = main(
+        [
+            "audit",
+            "uniform",
+            "--quick",
+            "--trials",
+            "20",
+            "--json",
+            "--controls",
+            "uniform-half-scale",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 == out["exit_code"]
     statuses = [(v["mechanism"], v["status"]) for v in out["verdicts"]]

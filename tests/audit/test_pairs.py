@@ -64,12 +64,15 @@ def test_local_pair_targets_the_first_device_of_the_group():
 
 
 @pytest.mark.parametrize("relation", ["add/remove", "replace"])
-@pytest.mark.parametrize(("group", "placement", "changed"), [
-    (0, "straddle", [2, 3, 4]),  # w = 3 over periods of 3: slots 3..5, across the boundary
-    (1, "straddle", [2, 3]),  # w = 2: the last slot of period 1, the first of period 2
-    (0, "sampled", [2, 3]),  # only the two slots the sampler always measures
-    (0, "aligned", [0, 1, 2]),  # inside period 1
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("group", "placement", "changed"),
+    [
+        (0, "straddle", [2, 3, 4]),  # w = 3 over periods of 3: slots 3..5, across the boundary
+        (1, "straddle", [2, 3]),  # w = 2: the last slot of period 1, the first of period 2
+        (0, "sampled", [2, 3]),  # only the two slots the sampler always measures
+        (0, "aligned", [0, 1, 2]),  # inside period 1
+    ],
+)
 def test_period_pairs_change_one_user_where_the_loss_concentrates(
     relation, group, placement, changed
 ):

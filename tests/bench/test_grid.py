@@ -67,9 +67,30 @@ def test_types_setting_draws_from_the_grid():
 
 
 def test_cli_bench_and_replay(tmp_path, capsys):
-    assert main(["bench", "--dataset", "log", "--mechanisms", "bd,pbd", "--slots", "30",
-                 "--users", "200", "--seeds", "1", "--jobs", "1", "--w", "10",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--dataset",
+                "log",
+                "--mechanisms",
+                "bd,pbd",
+                "--slots",
+                "30",
+                "--users",
+                "200",
+                "--seeds",
+                "1",
+                "--jobs",
+                "1",
+                "--w",
+                "10",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "results.csv").exists()
     assert main(["replay", "--slots", "5", "--users", "100"]) == 0
     assert capsys.readouterr().out.count("slot ") >= 5

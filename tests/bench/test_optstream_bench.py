@@ -32,11 +32,19 @@ def test_tdrive_regions_count_each_reporting_taxi_once_per_half_hour(tmp_path: P
 
 def test_standard_error_is_over_the_per_trial_means_of_the_regions():
     rows = [
-        {"dataset": "d", "month": "m", "mechanism": "L", "eps": 1.0, "alpha": None,
-         "region": region, "seed": seed, "error": err}
+        {
+            "dataset": "d",
+            "month": "m",
+            "mechanism": "L",
+            "eps": 1.0,
+            "alpha": None,
+            "region": region,
+            "seed": seed,
+            "error": err,
+        }
         for seed, errs in enumerate([(1.0, 3.0), (4.0, 6.0), (1.0, 1.0)])
         for region, err in zip("ab", errs, strict=True)
-    ]  # fmt: skip
+    ]
     se = bench.standard_errors(rows)[("d", "m", "L", 1.0, None)]
     # per-trial means 2, 5, 1: sample deviation sqrt(13 / 3), over sqrt(3)
     assert se == pytest.approx(math.sqrt(13 / 3) / math.sqrt(3))
@@ -81,9 +89,14 @@ def test_forecast_scores_every_series_trial_and_day_and_plots(tmp_path: Path, mo
     # forecasting from a noisy release adds the release's noise (Laplace: ~w / eps = 48 MW)
     assert (errors["Laplace"].mean(axis=0) > errors["Real"][0]).all()
     png = plot_forecast(
-        truth[2 * 48 : 3 * 48], first, {k: e.mean(axis=0) for k, e in errors.items()},
-        ["day 3", "day 4"], tmp_path / "f.png", title="t", footer="f",
-    )  # fmt: skip
+        truth[2 * 48 : 3 * 48],
+        first,
+        {k: e.mean(axis=0) for k, e in errors.items()},
+        ["day 3", "day 4"],
+        tmp_path / "f.png",
+        title="t",
+        footer="f",
+    )
     assert png.stat().st_size > 10_000
 
 

@@ -35,13 +35,27 @@ def test_level_mix_is_the_papers_grid(eps, w, budgets, windows):
 
 
 def test_point_rows_carry_their_parameters_and_projection_never_hurts():
-    rows = pldp.point("tlns", ["lpd", "lpa", "plpa+"], eps=1.0, w=8, seed=3, step=4,
-                      options={"users": 600, "slots": 40})  # fmt: skip
+    rows = pldp.point(
+        "tlns",
+        ["lpd", "lpa", "plpa+"],
+        eps=1.0,
+        w=8,
+        seed=3,
+        step=4,
+        options={"users": 600, "slots": 40},
+    )
     names = [r["mechanism"] for r in rows]
     assert names == ["lpd", "lpd-proj", "lpa", "lpa-proj", "plpa+"]
     for r in rows:
         assert (r["dataset"], r["eps"], r["w"], r["seed"], r["users"], r["slots"], r["d"]) == (
-            "tlns", 1.0, 8, 3, 600, 40, 2)  # fmt: skip
+            "tlns",
+            1.0,
+            8,
+            3,
+            600,
+            40,
+            2,
+        )
         assert r["amse"] >= 0
     by = {r["mechanism"]: r for r in rows}
     # the truth lies on the simplex, and projecting onto a convex set never moves away from it
@@ -57,11 +71,22 @@ def test_run_shares_the_default_point_and_the_csv_round_trips(tmp_path, monkeypa
     calls = []
     real_point = pldp.point
     monkeypatch.setattr(pldp, "point", lambda *a, **k: calls.append(a[2:4]) or real_point(*a, **k))
-    rows = pldp.run(["sin"], ["eps", "w"], [0], ["lpa", "plpa"], {"sin": {"users": 300,
-                    "slots": 12}}, step=4, progress=False)  # fmt: skip
+    rows = pldp.run(
+        ["sin"],
+        ["eps", "w"],
+        [0],
+        ["lpa", "plpa"],
+        {"sin": {"users": 300, "slots": 12}},
+        step=4,
+        progress=False,
+    )
     assert sorted(calls) == [(1.0, 8), (1.5, 4), (1.5, 8)]  # (1.5, 8) once, in both sweeps
     assert {(r["sweep"], r["eps"], r["w"]) for r in rows} == {
-        ("eps", 1.0, 8), ("eps", 1.5, 8), ("w", 1.5, 4), ("w", 1.5, 8)}  # fmt: skip
+        ("eps", 1.0, 8),
+        ("eps", 1.5, 8),
+        ("w", 1.5, 4),
+        ("w", 1.5, 8),
+    }
     assert pldp.read_csv(pldp.write_csv(rows, tmp_path / "r.csv")) == rows
 
 
@@ -87,15 +112,34 @@ def _rows(amse, datasets=("tdrive",), sweeps=("eps", "w")):
                 for w in w_values:
                     for m in ("lpd", "lpa", *pldp_claims.FIGURE, *pldp_claims.ABLATIONS):
                         for seed, f in ((0, 0.99), (1, 1.01)):
-                            out.append({"dataset": ds, "sweep": sweep, "eps": e, "w": w,
-                                        "mechanism": m, "seed": seed,
-                                        "amse": f * amse(m, e, w)})  # fmt: skip
+                            out.append(
+                                {
+                                    "dataset": ds,
+                                    "sweep": sweep,
+                                    "eps": e,
+                                    "w": w,
+                                    "mechanism": m,
+                                    "seed": seed,
+                                    "amse": f * amse(m, e, w),
+                                }
+                            )
     return out
 
 
-SCALE = {"lpd": 3.0, "lpd-proj": 2.0, "lpa": 1.5, "lpa-proj": 1.0, "plpd": 0.9, "plpa": 0.7,
-         "plpd+": 0.6, "plpa+": 0.5, "plbd-rp": 0.8, "plba-rp": 0.75, "plbd-ops": 0.65,
-         "plba-ops": 0.55}  # fmt: skip
+SCALE = {
+    "lpd": 3.0,
+    "lpd-proj": 2.0,
+    "lpa": 1.5,
+    "lpa-proj": 1.0,
+    "plpd": 0.9,
+    "plpa": 0.7,
+    "plpd+": 0.6,
+    "plpa+": 0.5,
+    "plbd-rp": 0.8,
+    "plba-rp": 0.75,
+    "plbd-ops": 0.65,
+    "plba-ops": 0.55,
+}
 
 
 def _paper_like(m, e, w):
@@ -136,8 +180,13 @@ def test_h7_forgives_a_wrong_way_step_within_seed_noise_only():
 
     h7 = next(c for c in pldp_claims.claims(_rows(bump)) if c.ref == "H7")
     assert h7.measured.startswith("19/20 curves strictly; 20/20 within")
-    h7 = next(c for c in pldp_claims.claims(_rows(lambda m, e, w: _paper_like(m, e, w)
-              * (3.0 if (m, e) == ("plpa", 1.5) else 1.0))) if c.ref == "H7")  # fmt: skip
+    h7 = next(
+        c
+        for c in pldp_claims.claims(
+            _rows(lambda m, e, w: _paper_like(m, e, w) * (3.0 if (m, e) == ("plpa", 1.5) else 1.0))
+        )
+        if c.ref == "H7"
+    )
     assert "19/20 within" in h7.measured and "PLPA/tdrive/eps" in h7.measured
 
 

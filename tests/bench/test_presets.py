@@ -51,11 +51,15 @@ def test_quick_sizes_and_errors():
     ("name", "options", "mechanisms", "pngs"),
     [
         ("pwsm-eps", {"N": 300, "T": 150}, ("bd", "pbd"), {"amre_vs_eps.png"}),
-        ("ldp-ids-w", {"users": 2_000, "slots": 40}, ("lbu", "lpu"),
-         {"mre_vs_w.png", "cfpu_vs_w.png"}),
+        (
+            "ldp-ids-w",
+            {"users": 2_000, "slots": 40},
+            ("lbu", "lpu"),
+            {"mre_vs_w.png", "cfpu_vs_w.png"},
+        ),
         ("ldp-ids-cfpu", {"users": 2_000, "slots": 60}, ("lbu", "lpu"), {"cfpu.png"}),
     ],
-)  # fmt: skip
+)
 def test_quick_preset_end_to_end(tmp_path, name, options, mechanisms, pngs):
     quick = resolve(name, dataset="sin", quick=True)
     tiny = replace(quick, mechanisms=mechanisms, options={"sin": options})
@@ -78,8 +82,18 @@ def _rows(dataset, sweep, values, seeds=(0, 1)):
         for m, v in values.items():
             scale = (3 - k) if sweep == "eps" else (1 + k)  # falls in eps, rises in w
             for s in seeds:
-                rows.append({"dataset": dataset, "mechanism": m, "eps": e, "w": w, "seed": s,
-                             "amre": v * scale, "mre": v * scale, "cfpu": v})  # fmt: skip
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "mechanism": m,
+                        "eps": e,
+                        "w": w,
+                        "seed": s,
+                        "amre": v * scale,
+                        "mre": v * scale,
+                        "cfpu": v,
+                    }
+                )
     return rows
 
 
@@ -88,14 +102,19 @@ def _done(rows_by_run):
 
 
 def test_claims_verdicts_on_stub_rows():
-    done = _done({
-        ("pwsm-eps", "tdrive"): _rows("tdrive", "eps",
-                                      {"bd": 1000.0, "pbd": 300.0, "ba": 900.0, "pba": 950.0}),
-        ("pwsm-w", "tdrive"): _rows("tdrive", "w",
-                                    {"bd": 1000.0, "pbd": 1100.0, "ba": 900.0, "pba": 950.0}),
-        ("pwsm-eps", "sin"): _rows("sin", "eps",
-                                   {"bd": 1000.0, "pbd": 500.0, "ba": 400.0, "pba": 100.0}),
-    })  # fmt: skip
+    done = _done(
+        {
+            ("pwsm-eps", "tdrive"): _rows(
+                "tdrive", "eps", {"bd": 1000.0, "pbd": 300.0, "ba": 900.0, "pba": 950.0}
+            ),
+            ("pwsm-w", "tdrive"): _rows(
+                "tdrive", "w", {"bd": 1000.0, "pbd": 1100.0, "ba": 900.0, "pba": 950.0}
+            ),
+            ("pwsm-eps", "sin"): _rows(
+                "sin", "eps", {"bd": 1000.0, "pbd": 500.0, "ba": 400.0, "pba": 100.0}
+            ),
+        }
+    )
     by_claim = {(c.ref, c.claim.split(":")[0]): c for c in claims(done)}
     taxi_eps = by_claim[("1", "tdrive Fig. 10 (eps sweep, w=120)")]
     assert taxi_eps.verdict == "agree" and "-70.0% AMRE" in taxi_eps.measured
@@ -113,9 +132,13 @@ def test_ldp_claims_and_render(tmp_path):
     cfpu_rows = [
         {"dataset": "sin", "mechanism": m, "eps": e, "w": w, "seed": 0, "mre": 0.1, "cfpu": v}
         for (e, w), paper in TABLE2.items()
-        for m, v in {"lbu": 1.0, "lsp": 1 / w, "lpu": 1 / w,
-                     **{k: x[0] for k, x in paper.items()}}.items()
-    ]  # fmt: skip
+        for m, v in {
+            "lbu": 1.0,
+            "lsp": 1 / w,
+            "lpu": 1 / w,
+            **{k: x[0] for k, x in paper.items()},
+        }.items()
+    ]
     wrows = [{**r, "eps": 1.0, "w": r["w"] // 6} for r in _rows("sin", "w", mre)]  # w 6 and 33
     wrows += [{**r, "eps": 1.0, "w": 20} for r in _rows("sin", "w", mre) if r["w"] == 40]
     done = _done({("ldp-ids-w", "sin"): wrows, ("ldp-ids-cfpu", "sin"): cfpu_rows})
@@ -125,8 +148,15 @@ def test_ldp_claims_and_render(tmp_path):
     table2 = [c for c in items if c.ref == "H12"]
     assert [c.verdict for c in table2] == ["agree", "agree"]
     assert "exact 3/3" in table2[0].measured
-    text = render(done, items, figures=tmp_path / "fig", link_root=tmp_path,
-                          cost_lines=["cost here"], command="cmd", total_s=60.0)  # fmt: skip
+    text = render(
+        done,
+        items,
+        figures=tmp_path / "fig",
+        link_root=tmp_path,
+        cost_lines=["cost here"],
+        command="cmd",
+        total_s=60.0,
+    )
     assert "| H12 |" in text and "**agree**" in text and "cost here" in text
     assert "not run" in text  # PWSM claims 6 and 8 are always listed
 
@@ -139,15 +169,22 @@ def test_regenerate_writes_report_with_stub_runs(tmp_path):
         w = csv.DictWriter(fh, ["mechanism", "axis", "slope", "slope_top", "holds", *host])
         w.writeheader()
         for axis in ("d", "m", "N"):
-            w.writerow({"mechanism": "bd", "axis": axis, "slope": 0.5, "slope_top": 0.6,
-                        "holds": True, **host})  # fmt: skip
+            w.writerow(
+                {
+                    "mechanism": "bd",
+                    "axis": axis,
+                    "slope": 0.5,
+                    "slope_top": 0.6,
+                    "holds": True,
+                    **host,
+                }
+            )
     rows = _rows("sin", "eps", {"bd": 1000.0, "pbd": 500.0, "ba": 400.0, "pba": 100.0})
 
     def runner(out_root, **_):
         return _done({("pwsm-eps", "sin"): rows})
 
-    path = regenerate(tmp_path / "R.md", tmp_path / "runs", "docs/results", cost,
-                              runner=runner)  # fmt: skip
+    path = regenerate(tmp_path / "R.md", tmp_path / "runs", "docs/results", cost, runner=runner)
     text = path.read_text()
     assert "| bd | 0.5 / 0.6 | 0.5 / 0.6 | 0.5 / 0.6 | yes |" in text
     assert "sin Fig. 10" in text and presets.PRESETS["pwsm-eps"].figure in text
@@ -164,12 +201,16 @@ def test_ratio_presets_and_plbu_in_the_pwsm_sweeps():
 
 def test_ratio_axis_end_to_end(tmp_path):
     quick = resolve("pwsm-ratio-eps", dataset="sin", quick=True)
-    tiny = replace(quick, mechanisms=("bd", "pbd"), ratios=(0.1, 0.9),
-                   options={"sin": {"N": 300, "T": 150}})  # fmt: skip
+    tiny = replace(
+        quick, mechanisms=("bd", "pbd"), ratios=(0.1, 0.9), options={"sin": {"N": 300, "T": 150}}
+    )
     rows, paths = run_preset(tiny, tmp_path, jobs=1, progress=False)
     assert [(r["ratio"], r["mechanism"]) for r in rows] == [
-        (0.1, "bd"), (0.1, "pbd"), (0.9, "bd"), (0.9, "pbd")
-    ]  # fmt: skip
+        (0.1, "bd"),
+        (0.1, "pbd"),
+        (0.9, "bd"),
+        (0.9, "pbd"),
+    ]
     assert rows[0]["amre"] == rows[2]["amre"]  # BD runs at (0.6, 120) whatever o
     assert {r["groups"] for r in rows} == {"120:1.0;120:0.6"}
     assert {p.name for p in paths} == {"results.csv", "results.md", "amre_vs_ratio.png"}
@@ -197,22 +238,36 @@ def test_plbu_runs_on_the_types_groups_and_releases_counts():
 
 def _ratio_rows(dataset, curve, seeds=(0, 1)):
     """Stub ratio rows: ``curve[o]`` is PBD's and PBA's AMRE at o, BD/BA flat."""
-    return [{"dataset": dataset, "mechanism": m, "eps": 0.6, "w": 120, "ratio": o, "seed": s,
-             "amre": v if m in ("pbd", "pba") else 5000.0}
-            for o, v in curve.items() for m in ("bd", "ba", "pbd", "pba")
-            for s in seeds]  # fmt: skip
+    return [
+        {
+            "dataset": dataset,
+            "mechanism": m,
+            "eps": 0.6,
+            "w": 120,
+            "ratio": o,
+            "seed": s,
+            "amre": v if m in ("pbd", "pba") else 5000.0,
+        }
+        for o, v in curve.items()
+        for m in ("bd", "ba", "pbd", "pba")
+        for s in seeds
+    ]
 
 
 def test_claims_6_and_8_on_stub_rows():
     central = {"bd": 1000.0, "pbd": 300.0, "ba": 900.0, "pba": 950.0}
-    done = _done({
-        ("pwsm-eps", "sin"): _rows("sin", "eps", {**central, "plbu": 1e8}),
-        ("pwsm-eps", "tlns"): _rows("tlns", "eps", {**central, "plbu": 1e8}),
-        ("pwsm-ratio-eps", "sin"): _ratio_rows(
-            "sin", {0.1: 1000.0, 0.3: 1050.0, 0.5: 990.0, 0.7: 1000.0, 0.9: 300.0}),
-        ("pwsm-ratio-w", "sin"): _ratio_rows(
-            "sin", {0.1: 1000.0, 0.3: 800.0, 0.5: 600.0, 0.7: 400.0, 0.9: 350.0}),
-    })  # fmt: skip
+    done = _done(
+        {
+            ("pwsm-eps", "sin"): _rows("sin", "eps", {**central, "plbu": 1e8}),
+            ("pwsm-eps", "tlns"): _rows("tlns", "eps", {**central, "plbu": 1e8}),
+            ("pwsm-ratio-eps", "sin"): _ratio_rows(
+                "sin", {0.1: 1000.0, 0.3: 1050.0, 0.5: 990.0, 0.7: 1000.0, 0.9: 300.0}
+            ),
+            ("pwsm-ratio-w", "sin"): _ratio_rows(
+                "sin", {0.1: 1000.0, 0.3: 800.0, 0.5: 600.0, 0.7: 400.0, 0.9: 350.0}
+            ),
+        }
+    )
     items = claims(done, populations={"sin": 10_000})
     six = next(c for c in items if c.ref == "6")
     assert six.verdict == "partly" and "sin 3/3, tlns 3/3" in six.measured  # worst on TLNS too
@@ -225,8 +280,9 @@ def test_claims_6_and_8_on_stub_rows():
 
 
 def test_reuse_runs_only_the_missing_mechanisms(tmp_path, monkeypatch):
-    tiny = replace(resolve("pwsm-eps", dataset="sin", quick=True), mechanisms=("bd", "plbu"),
-                   eps_values=(0.6,))  # fmt: skip
+    tiny = replace(
+        resolve("pwsm-eps", dataset="sin", quick=True), mechanisms=("bd", "plbu"), eps_values=(0.6,)
+    )
     old = [r for r in _rows("sin", "eps", {"bd": 10.0}) if r["eps"] == 0.6]
     folder = tmp_path / "pwsm-eps-sin"
     presets.write_tables(old, folder, tiny, 1.0)

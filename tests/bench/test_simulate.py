@@ -17,8 +17,9 @@ def _values(T, N, d, seed):
 @pytest.mark.parametrize("name", ["lsp", "lpu", "lpd", "lpa"])
 def test_population_division_reports_once_per_window_per_user(name):
     T, N, w = 300, 120, 6
-    run = run_local(_values(T, N, 3, 0), 3, name, {"eps": 1.0, "w": w, "users": N},
-                    np.random.default_rng(1))  # fmt: skip
+    run = run_local(
+        _values(T, N, 3, 0), 3, name, {"eps": 1.0, "w": w, "users": N}, np.random.default_rng(1)
+    )
     assert len(run.releases) == T
     last = np.full(N, -(10**9))
     for sent in run.sent:
@@ -32,8 +33,9 @@ def test_budget_division_everybody_reports_and_the_estimate_is_unbiased():
     T, N = 200, 2_000
     values = np.zeros((T, N), dtype=np.int64)
     values[:, : N // 4] = 1
-    run = run_local(values, 2, "lbu", {"eps": 2.0, "w": 2, "users": N}, np.random.default_rng(2),
-                    keep="reports")  # fmt: skip
+    run = run_local(
+        values, 2, "lbu", {"eps": 2.0, "w": 2, "users": N}, np.random.default_rng(2), keep="reports"
+    )
     assert all(s.n == N and len(s.users) == N for s in run.sent)
     assert run.sent[0].reports[0].shape == (N,)
     est = run.histograms()[:, 1]
@@ -47,9 +49,13 @@ def test_plbu_weights_groups_by_reports():
     T = 100
     values = np.zeros((T, 300), dtype=np.int64)
     values[:, 100:] = 1  # group 0 holds 0, group 1 holds 1
-    run = run_local(values, 2, "plbu",
-                    {"groups": [Group(2, 4.0), Group(4, 8.0)], "users": [100, 200]},
-                    np.random.default_rng(3))  # fmt: skip
+    run = run_local(
+        values,
+        2,
+        "plbu",
+        {"groups": [Group(2, 4.0), Group(4, 8.0)], "users": [100, 200]},
+        np.random.default_rng(3),
+    )
     assert abs(run.histograms()[:, 1].mean() - 2 / 3) < 0.02
 
 
@@ -71,8 +77,14 @@ def test_cfpu_matches_table_2(stream):
         values = ldp_ids.stream_values(stream, slots, users, np.random.default_rng(seed))
         names = ldp_ids.MECHANISMS if seed == 0 else tuple(CFPU_TOLERANCE)
         for name in names:
-            run = run_local(values, 2, name, {"eps": 1.0, "w": w, "users": users},
-                            np.random.default_rng([seed, 1]), keep="counts")  # fmt: skip
+            run = run_local(
+                values,
+                2,
+                name,
+                {"eps": 1.0, "w": w, "users": users},
+                np.random.default_rng([seed, 1]),
+                keep="counts",
+            )
             got.setdefault(name, []).append(ldp_ids.cfpu(run, users, slots, w))
             if name in ("lbd", "lba"):  # H15: one extra report per user per publication
                 pubs = np.array([r.users_pub > 0 for r in run.releases], dtype=float)
@@ -90,8 +102,9 @@ def test_cfpu_matches_table_2(stream):
 @pytest.mark.slow
 def test_population_division_beats_budget_division_reduced():
     """Fig. 4 at a reduced size: every population method below every budget method."""
-    rows = ldp_ids.grid(["sin", "log"], ldp_ids.MECHANISMS, [1.0], [20], users=40_000,
-                        slots=300, seeds=[0, 1])  # fmt: skip
+    rows = ldp_ids.grid(
+        ["sin", "log"], ldp_ids.MECHANISMS, [1.0], [20], users=40_000, slots=300, seeds=[0, 1]
+    )
     means = ldp_ids.summary(rows)
     for stream in ("sin", "log"):
         pop = [means[(stream, 1.0, 20, m)] for m in ldp_ids.POPULATION_DIVISION]

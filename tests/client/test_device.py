@@ -83,8 +83,9 @@ def test_not_asked_sends_nothing_and_spends_nothing():
 
 def test_ledger_state_round_trip_and_bad_values():
     device = Device(Enrollment(user=2, w=3, eps=1.0, **OFFLINE_GRID))
-    ask = CollectionRequest("lsp", 1, "publication", 3, 1, None, ("oue",), (1.0,),
-                            (device.ledger.budget.total,))  # fmt: skip
+    ask = CollectionRequest(
+        "lsp", 1, "publication", 3, 1, None, ("oue",), (1.0,), (device.ledger.budget.total,)
+    )
     with pytest.raises(ParameterError, match="value"):
         device.respond(ask, 3, np.random.default_rng(0), When.offline(ask.slot))
     device.respond(ask, 2, np.random.default_rng(0), When.offline(ask.slot))
@@ -108,8 +109,18 @@ def test_a_device_that_changes_level_sits_out_then_uses_its_new_level_only():
     units[1] = GroupBudget(Group(2, 2.0)).total
 
     def ask(slot, levels):
-        return CollectionRequest("plpa", slot, "publication", 2, 8, None, ("grr", "grr"),
-                                 (1.0, 2.0), tuple(units), bytes(levels))  # fmt: skip
+        return CollectionRequest(
+            "plpa",
+            slot,
+            "publication",
+            2,
+            8,
+            None,
+            ("grr", "grr"),
+            (1.0, 2.0),
+            tuple(units),
+            bytes(levels),
+        )
 
     rng = np.random.default_rng(0)
     for slot in range(5, 9):  # asked at the new level inside the gap: refused

@@ -35,9 +35,16 @@ streams:
 """
 
 GOOD = {
-    "stream": "s", "slot": 9, "start": 9.0, "end": 10.0, "histogram": [1.5, -0.25],
-    "fresh": True, "mechanism": "pba", "spent_by_group": {"only": 0.5}, "version": 1,
-}  # fmt: skip
+    "stream": "s",
+    "slot": 9,
+    "start": 9.0,
+    "end": 10.0,
+    "histogram": [1.5, -0.25],
+    "fresh": True,
+    "mechanism": "pba",
+    "spent_by_group": {"only": 0.5},
+    "version": 1,
+}
 
 
 def _releases(tmp_path, fail_first_publish: bool) -> list[bytes]:
@@ -63,8 +70,9 @@ def _releases(tmp_path, fail_first_publish: bool) -> list[bytes]:
         async def persist():
             return None
 
-        return Releaser(settings, sized_topics(), ledger, slots, produce, persist,
-                        clock=lambda: now[0])  # fmt: skip
+        return Releaser(
+            settings, sized_topics(), ledger, slots, produce, persist, clock=lambda: now[0]
+        )
 
     def run(r, raw, at):
         now[0] = at

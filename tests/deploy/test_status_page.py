@@ -62,11 +62,13 @@ def _send_events(live: LiveWorker) -> bool:
     now = time.time()
     live.produce(
         [
-            (f"u{u}".encode(),
-             msgpack.packb({"stream": live.stream, "user": f"u{u}", "ts": now, "value": u % 4}))
+            (
+                f"u{u}".encode(),
+                msgpack.packb({"stream": live.stream, "user": f"u{u}", "ts": now, "value": u % 4}),
+            )
             for u in range(100)
         ]
-    )  # fmt: skip
+    )
     page = http_get(f"http://{live.target}/")
     return f"fill='{status.FRESH_COLOR}'><title>slot" in page and page.count("<title>slot ") >= 30
 
@@ -76,11 +78,21 @@ def test_status_page_in_headless_chromium(live_worker: LiveWorker, tmp_path: Pat
     wait_for(lambda: _send_events(live_worker), 60, "a fresh release on the page", interval=1)
     shot = tmp_path / "status.png"
     proc = subprocess.run(  # noqa: S603 - the distribution's browser, a 127.0.0.1 URL
-        [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--window-size=900,900", f"--user-data-dir={tmp_path / 'profile'}",
-         f"--screenshot={shot}", f"http://{live_worker.target}/"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            _browser(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=900,900",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            f"http://{live_worker.target}/",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shot.exists(), proc.stderr[-2000:]
     img = Image.open(shot).convert("RGB")
     assert img.size == (900, 900)

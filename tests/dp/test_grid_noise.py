@@ -99,8 +99,14 @@ def test_dft_geometric_release_is_a_low_pass_of_grid_values():
 
 @pytest.mark.parametrize(
     ("cls", "alpha"),
-    [(OptStream, None), (OptStream, 5.0), (HierOptStream, None), (DFT, None), (PeGaSus, None),
-     (PeGaSus, 2.5)],
+    [
+        (OptStream, None),
+        (OptStream, 5.0),
+        (HierOptStream, None),
+        (DFT, None),
+        (PeGaSus, None),
+        (PeGaSus, 2.5),
+    ],
 )
 def test_period_mechanisms_default_to_geometric_and_never_draw_laplace(cls, alpha):
     """The library default is the safe noise: a whole period runs without one Laplace draw."""

@@ -20,8 +20,12 @@ from app.dp.interfaces import (
 from app.dp.registry import create, get, names
 from app.dp.types import Group
 
-INTERFACE = {"central": SlotStepped, "graph": SlotStepped, "period": PeriodStepped,
-             "local": RoundDriven}  # fmt: skip
+INTERFACE = {
+    "central": SlotStepped,
+    "graph": SlotStepped,
+    "period": PeriodStepped,
+    "local": RoundDriven,
+}
 NARROW = {SlotStepped: as_slotted, PeriodStepped: as_period, RoundDriven: as_round}
 
 

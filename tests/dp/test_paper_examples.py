@@ -75,8 +75,18 @@ def test_obs_test_vectors(budgets, counts, theta, err):
 
 def test_obs_ten_types():
     """T6: the 10-type example of the spec (1000 users each)."""
-    types = [(0.6, 120), (0.8, 40), (1.0, 80), (0.6, 40), (0.8, 120), (1.0, 40), (0.6, 80),
-             (0.8, 80), (1.0, 120), (0.6, 40)]
+    types = [
+        (0.6, 120),
+        (0.8, 40),
+        (1.0, 80),
+        (0.6, 40),
+        (0.8, 120),
+        (1.0, 40),
+        (0.6, 80),
+        (0.8, 80),
+        (1.0, 120),
+        (0.6, 40),
+    ]
     e = [F(str(eps)) for eps, _ in types]
     dc = [x / (2 * w) for x, (_, w) in zip(e, types, strict=True)]
     assert obs(dc, [1000] * 10)[0] == F(1, 300)
@@ -150,7 +160,14 @@ def test_bd_always_publishing():
     """T11: BD at w = 4, eps = 1 always publishing spends 1/4, 1/8, 1/16, 1/32, 9/64..."""
     rels = run(scripted("bd", [Group(4, 1.0)], [1] * 8), 8)
     assert [r.spent_pub[0] for r in rels] == [
-        1 / 4, 1 / 8, 1 / 16, 1 / 32, 9 / 64, 17 / 128, 25 / 256, 33 / 512
+        1 / 4,
+        1 / 8,
+        1 / 16,
+        1 / 32,
+        9 / 64,
+        17 / 128,
+        25 / 256,
+        33 / 512,
     ]
 
 
@@ -158,9 +175,7 @@ def test_ba_trace():
     """T11: BA with decisions P, S, P, -, P, S, S, S, S, S, P, -."""
     decisions = [1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0]
     rels = run(scripted("ba", [Group(4, 1.0)], decisions), 12)
-    assert [r.spent_pub[0] for r in rels] == [
-        1 / 8, 0, 1 / 4, 0, 1 / 8, 0, 0, 0, 0, 0, 1 / 2, 0
-    ]
+    assert [r.spent_pub[0] for r in rels] == [1 / 8, 0, 1 / 4, 0, 1 / 8, 0, 0, 0, 0, 0, 1 / 2, 0]
     assert rels[3].status == rels[11].status == "nullified"
 
 

@@ -40,7 +40,12 @@ class SteadyLoad:
         from confluent_kafka import Producer
 
         self.topic, self.streams, self.users, self.d, self.slot_s = (
-            topic, tuple(streams), users, d, slot_s)  # fmt: skip
+            topic,
+            tuple(streams),
+            users,
+            d,
+            slot_s,
+        )
         self.producer = Producer(
             {"bootstrap.servers": bootstrap, "linger.ms": 5, **PRODUCER_CONFIG}
         )

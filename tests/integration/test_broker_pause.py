@@ -83,10 +83,18 @@ def test_a_broker_pause_is_seen_and_loses_nothing(kafka, broker, worker_factory,
     assert slots == list(range(slots[0], slots[-1] + 1)), "no slot missing"
     assert all(len(p) == 1 for p in payloads.values()), "each slot released once"
     result = account(load.truth["u"], {s: next(iter(p)) for s, p in payloads.items()})
-    reasons = sorted({line.split(" behind")[0] for _, status, body in readiness
-                      if status != 200 for line in body.splitlines()})  # fmt: skip
-    print(f"\nbroker pauses {PAUSES_S} s, grace 0.3 s: {result}; /readyz red after "
-          f"{red[0]:.1f} s ({reasons}), green {back_after} s after SIGCONT")  # fmt: skip
+    reasons = sorted(
+        {
+            line.split(" behind")[0]
+            for _, status, body in readiness
+            if status != 200
+            for line in body.splitlines()
+        }
+    )
+    print(
+        f"\nbroker pauses {PAUSES_S} s, grace 0.3 s: {result}; /readyz red after "
+        f"{red[0]:.1f} s ({reasons}), green {back_after} s after SIGCONT"
+    )
     assert result.over == {} and result.unreleased == []
     assert result.lost == {}, "every acknowledged value reached a release"
     assert_verified(kafka, prefix, config, "u")  # per user, on the topics (invariant 6)

@@ -49,12 +49,17 @@ def slot_items(k: int, slot: int) -> tuple[list[tuple[bytes, bytes]], list[int]]
         user = f"user-{u}"
         value = (u * 7 + k) % D
         cells[value] += 1
-        items.append((user.encode(), msgpack.packb(
-            {"stream": "x", "user": user, "ts": ts, "value": value})))  # fmt: skip
+        items.append(
+            (user.encode(), msgpack.packb({"stream": "x", "user": user, "ts": ts, "value": value}))
+        )
     for u in range(DUPLICATES[k]):
         user = f"user-{u}"
-        items.append((user.encode(), msgpack.packb(
-            {"stream": "x", "user": user, "ts": ts + 0.1, "value": 0})))  # fmt: skip
+        items.append(
+            (
+                user.encode(),
+                msgpack.packb({"stream": "x", "user": user, "ts": ts + 0.1, "value": 0}),
+            )
+        )
     return items, cells
 
 

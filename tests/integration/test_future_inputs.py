@@ -98,8 +98,9 @@ def test_no_input_moves_a_clock_into_the_future(kafka, worker_factory, tmp_path:
         send("rec", "mallory", attack_at + 30 * DAY_S, 1)  # 1. one event a month ahead
         total = 4  # events partitions (topics/events.yaml)
         ahead = {p: attack_at + DAY_S for p in range(total)}
-        producer.produce(internal, key=b"live",
-                         value=Tick("live", ahead, total).encode())  # 2. a forged tick  # fmt: skip
+        producer.produce(
+            internal, key=b"live", value=Tick("live", ahead, total).encode()
+        )  # 2. a forged tick
         forged = Partial("live", math.floor(attack_at / SLOT_S) + 2, 99, total, [5] * 4).encode()
         producer.produce(internal, key=b"live", value=forged)  # 3. partition 99
         producer.flush(10)

@@ -61,8 +61,7 @@ def test_a_restart_keeps_the_gap_of_a_backdated_change(kafka, worker_factory, tm
             if slot != last and now % SLOT_S > 0.4:
                 for user, value in (("watched", 3), ("other-1", 0), ("other-2", 1)):
                     ev = {"stream": "s", "user": user, "ts": now, "value": value}
-                    producer.produce(prefix + "events", key=user.encode(),
-                                     value=msgpack.packb(ev))  # fmt: skip
+                    producer.produce(prefix + "events", key=user.encode(), value=msgpack.packb(ev))
                 producer.poll(0)
                 last = slot
             time.sleep(0.05)
@@ -72,8 +71,12 @@ def test_a_restart_keeps_the_gap_of_a_backdated_change(kafka, worker_factory, tm
     sender.start()
     try:
         time.sleep(4 * SLOT_S)
-        producer.produce(prefix + "preferences", key=b"watched",
-                         value=msgpack.packb({"level": "loose"}), timestamp=1)  # fmt: skip
+        producer.produce(
+            prefix + "preferences",
+            key=b"watched",
+            value=msgpack.packb({"level": "loose"}),
+            timestamp=1,
+        )
         producer.flush(10)
         time.sleep(2.5 * SLOT_S)  # applied and saved; the gap has begun
         worker.kill9()

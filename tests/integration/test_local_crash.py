@@ -72,8 +72,14 @@ class Tail:
     def _run(self, bootstrap: str, topic: str) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"tail-{time.time_ns()}",
-                      "enable.auto.commit": False, "fetch.wait.max.ms": 20})  # fmt: skip
+        c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"tail-{time.time_ns()}",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 20,
+            }
+        )
         try:
             c.assign([TopicPartition(topic, 0, 0)])
             while not self.stop.is_set():
@@ -114,15 +120,36 @@ def test_kill9_in_rounds_never_replans_a_cohort_nor_releases_twice(
     # A short session timeout: a killed worker's group members expire sooner.
     worker = worker_factory(prefix, config, DPSTREAM_SESSION_TIMEOUT_S=SESSION_S).start()
     tail = Tail(broker.bootstrap, prefix + "collection-requests")
-    env = {**os.environ, "DPSTREAM_BROKER": broker.bootstrap, "DPSTREAM_CONFIG": str(config),
-           "DPSTREAM_TOPIC_PREFIX": prefix}  # fmt: skip
+    env = {
+        **os.environ,
+        "DPSTREAM_BROKER": broker.bootstrap,
+        "DPSTREAM_CONFIG": str(config),
+        "DPSTREAM_TOPIC_PREFIX": prefix,
+    }
     sim_log = tmp_path / "devices.log"
     with open(sim_log, "wb") as log:
         sim = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "app.cli", "simulate", "devices", "--stream", "lc",
-             "--devices", str(DEVICES), "--seed", "11", "--duration", "100"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "app.cli",
+                "simulate",
+                "devices",
+                "--stream",
+                "lc",
+                "--devices",
+                str(DEVICES),
+                "--seed",
+                "11",
+                "--duration",
+                "100",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     moments = []
     try:
         worker.wait_ready(60)

@@ -67,10 +67,27 @@ def test_devices_and_worker_release_one_histogram_per_slot(
     sim_log = tmp_path / "devices.log"
     with open(sim_log, "wb") as log:
         sim = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "app.cli", "simulate", "devices", "--stream", "usage",
-             "--devices", str(DEVICES), "--seed", "7", "--duration", "90"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "app.cli",
+                "simulate",
+                "devices",
+                "--stream",
+                "usage",
+                "--devices",
+                str(DEVICES),
+                "--seed",
+                "7",
+                "--duration",
+                "90",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         worker.wait_ready(60)
         deadline = time.monotonic() + 45

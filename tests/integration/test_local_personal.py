@@ -72,14 +72,35 @@ def _level(user: int) -> int:
 
 def _simulate(broker: Any, config: Path, prefix: str, path: Path, seconds: int) -> Any:
     """Start the devices and wait until they published their levels (before the worker)."""
-    env = {**os.environ, "DPSTREAM_BROKER": broker.bootstrap, "DPSTREAM_CONFIG": str(config),
-           "DPSTREAM_TOPIC_PREFIX": prefix}  # fmt: skip
+    env = {
+        **os.environ,
+        "DPSTREAM_BROKER": broker.bootstrap,
+        "DPSTREAM_CONFIG": str(config),
+        "DPSTREAM_TOPIC_PREFIX": prefix,
+    }
     with open(path, "wb") as log:
         sim = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "app.cli", "simulate", "devices", "--stream", "pl",
-             "--devices", str(DEVICES), "--seed", "5", "--duration", str(seconds)],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "app.cli",
+                "simulate",
+                "devices",
+                "--stream",
+                "pl",
+                "--devices",
+                str(DEVICES),
+                "--seed",
+                "5",
+                "--duration",
+                str(seconds),
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + 30
     while b"levels chosen" not in path.read_bytes():
         assert sim.poll() is None and time.monotonic() < deadline, path.read_text()[-2000:]
@@ -122,8 +143,13 @@ def _round(msg: dict[str, Any]) -> tuple[int, str]:
 
 def _forged(last: dict[str, Any], wall: int, request: dict[str, Any]) -> dict[str, Any]:
     """A ``collection-requests`` value like ``last``, for wall-clock slot ``wall``."""
-    return {**last, "slot": wall, "start": wall * SLOT_S, "end": (wall + 1) * SLOT_S,
-            "request": request}  # fmt: skip
+    return {
+        **last,
+        "slot": wall,
+        "start": wall * SLOT_S,
+        "end": (wall + 1) * SLOT_S,
+        "request": request,
+    }
 
 
 def test_devices_refuse_forged_personal_requests(
@@ -165,9 +191,13 @@ def test_devices_refuse_forged_personal_requests(
         _send_at(producer, topic, _forged(last, wall + 2, greedy))
         # 3. Everybody held at the looser level (open), its budget doubled: the private devices
         # refuse a request that names another level than theirs, the open ones the budget.
-        loose = {**greedy, "slot": cr["slot"] + 3, "levels": zlib.compress(bytes([1] * DEVICES)),
-                 "eps": [cr["eps"][0], 2 * cr["eps"][1]],
-                 "units": [cr["units"][0], 2 * cr["units"][1]]}  # fmt: skip
+        loose = {
+            **greedy,
+            "slot": cr["slot"] + 3,
+            "levels": zlib.compress(bytes([1] * DEVICES)),
+            "eps": [cr["eps"][0], 2 * cr["eps"][1]],
+            "units": [cr["units"][0], 2 * cr["units"][1]],
+        }
         _send_at(producer, topic, _forged(last, wall + 3, loose))
         time.sleep(2.0)  # the simulator answers both before it stops
     finally:
@@ -227,8 +257,9 @@ def test_kill9_during_personal_rounds(kafka, worker_factory, broker, tmp_path: P
 
     # The budget each device spent: per report, its level's units in the request it answered.
     units: dict[tuple[int, str], list[int]] = {}
-    requests = [msgpack.unpackb(m.value()) for m in kafka.read(prefix + "collection-requests",
-                                                                idle_s=1.0)]  # fmt: skip
+    requests = [
+        msgpack.unpackb(m.value()) for m in kafka.read(prefix + "collection-requests", idle_s=1.0)
+    ]
     _levels_named(requests)
     for msg in requests:
         cr = CollectionRequest.from_dict(msg["request"])
@@ -254,5 +285,7 @@ def test_kill9_during_personal_rounds(kafka, worker_factory, broker, tmp_path: P
     # crash test they are reported, not asserted.
     assert stats["refused"] == 0, stats
     assert stats["reports"] == len(reports) > 0
-    print(f"slots {slots[0]}..{slots[-1]} | reports={len(reports)} users={len(spent)} | "
-          f"largest window spend / eps_i per level: {worst} | devices: {stats}")  # fmt: skip
+    print(
+        f"slots {slots[0]}..{slots[-1]} | reports={len(reports)} users={len(spent)} | "
+        f"largest window spend / eps_i per level: {worst} | devices: {stats}"
+    )

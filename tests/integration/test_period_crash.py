@@ -121,6 +121,8 @@ def test_optstream_releases_each_slot_once_in_periods_across_kills(
     # The kill in the middle of a period: that period was still released whole and once.
     spanning = [s for s in slots if record[s]["start"] <= mid_kill < record[s]["end"]]
     assert spanning, "the mid-period kill fell inside a released slot"
-    print(f"\nperiod crash: slots {first}..{slots[-1]}, self-kill after recording "
-          f"{recorded_before}, outside kill in slot {spanning[0]}")  # fmt: skip
+    print(
+        f"\nperiod crash: slots {first}..{slots[-1]}, self-kill after recording "
+        f"{recorded_before}, outside kill in slot {spanning[0]}"
+    )
     assert_verified(kafka, prefix, config, "o")  # per user, on the topics (invariant 6)

@@ -36,7 +36,7 @@ def _record(stream: str, slot: int, hist: list[float], **extra: object) -> bytes
             "version": 1,
             "schema": 1,
             **extra,
-        }  # fmt: skip
+        }
     )
 
 
@@ -48,10 +48,23 @@ def _tail(bootstrap: str, prefix: str, config, *flags: str) -> subprocess.Comple
         "DPSTREAM_CONFIG": str(config),
     }
     return subprocess.run(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "app.cli", "releases", "tail", "-s", "web", "--idle-exit", "4",
-         *flags],
-        env=env, capture_output=True, text=True, timeout=90,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "releases",
+            "tail",
+            "-s",
+            "web",
+            "--idle-exit",
+            "4",
+            *flags,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
 
 
 def test_tail_dedups_labels_and_checks_the_schema(broker, kafka, tmp_path):

@@ -80,8 +80,9 @@ def test_rebalances_keep_every_users_level(kafka, worker_factory, tmp_path: Path
     w1.wait_ready(120)
     prefs = Producer({"bootstrap.servers": kafka.bootstrap, **PRODUCER_CONFIG})
     for user in sorted(LOOSE_USERS):
-        prefs.produce(prefix + "preferences", key=user.encode(),
-                      value=msgpack.packb({"level": "loose"}))  # fmt: skip
+        prefs.produce(
+            prefix + "preferences", key=user.encode(), value=msgpack.packb({"level": "loose"})
+        )
     assert prefs.flush(10) == 0
     time.sleep(9 * SLOT_S)  # the change gap (max w = 5 slots, from the next slot) has passed
     load = SteadyLoad(kafka.bootstrap, prefix + "events", ["p"], users=USERS, d=D, slot_s=SLOT_S)
@@ -128,8 +129,10 @@ def test_rebalances_keep_every_users_level(kafka, worker_factory, tmp_path: Path
     wrong = {k: (c - expected[k]).tolist() for k, c in first.items() if np.any(c > expected[k])}
     counted = sum(int(np.minimum(c, expected[k]).sum()) for k, c in first.items())
     total = sum(len(users) for users in sent.values())
-    print(f"\nscale-out with levels: {counted} of {total} values counted in their user's group;"
-          f" assignments {seen}")  # fmt: skip
+    print(
+        f"\nscale-out with levels: {counted} of {total} values counted in their user's group;"
+        f" assignments {seen}"
+    )
     assert wrong == {}, f"values counted in another group than their user's level: {wrong}"
 
     payloads = releases_by_slot(kafka, prefix + "releases", "p")

@@ -53,9 +53,12 @@ def test_verify_finds_no_violation_on_a_worker_with_levels(kafka, worker_factory
         time.sleep(6 * SLOT_S)
         kafka.produce(  # some change level while the load runs: each sits out its gap
             prefix + "preferences",
-            [(b"u1", msgpack.packb({"level": "loose"})), (b"u3", None),
-             (b"u6", msgpack.packb({"level": "strict"}))],
-        )  # fmt: skip
+            [
+                (b"u1", msgpack.packb({"level": "loose"})),
+                (b"u3", None),
+                (b"u6", msgpack.packb({"level": "strict"})),
+            ],
+        )
         time.sleep(10 * SLOT_S)
     finally:
         load.finish()
@@ -73,10 +76,25 @@ def test_verify_finds_no_violation_on_a_worker_with_levels(kafka, worker_factory
     assert verdict.not_released["level_change"] > 0  # u1, u3, u6 sat out their gaps
 
     cli = subprocess.run(
-        [sys.executable, "-m", "app.cli", "verify", "--stream", "c", "--config", str(config),
-         "--json", "--idle-s", "1"],
-        cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "verify",
+            "--stream",
+            "c",
+            "--config",
+            str(config),
+            "--json",
+            "--idle-s",
+            "1",
+        ],
+        cwd=REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert cli.returncode == 0, cli.stdout + cli.stderr
     out = json.loads(cli.stdout)
     assert out["ok"] and out["violations"] == {} and out["values"]["released"] > 0
@@ -84,7 +102,11 @@ def test_verify_finds_no_violation_on_a_worker_with_levels(kafka, worker_factory
 
     bad = subprocess.run(
         [sys.executable, "-m", "app.cli", "verify", "--stream", "nope", "--config", str(config)],
-        cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert_verified(kafka, prefix, config, "c")

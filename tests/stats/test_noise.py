@@ -90,14 +90,20 @@ def test_thinning_matches_per_user_sampling():
     users_cell = np.repeat([0, 1, 0, 1], counts.ravel())
     users_pi = np.repeat(pi, counts.sum(axis=1))
     per_user = np.array(
-        [np.bincount(users_cell[rng.random(users_pi.size) < users_pi], minlength=2)
-         for _ in range(draws)]
+        [
+            np.bincount(users_cell[rng.random(users_pi.size) < users_pi], minlength=2)
+            for _ in range(draws)
+        ]
     )
     assert thinned.mean(axis=0) == pytest.approx([33, 32], abs=0.2)
     for j in range(2):  # two-sample chi-square on the distribution of each cell
         values = np.union1d(thinned[:, j], per_user[:, j])
-        table = np.array([[(thinned[:, j] == v).sum() for v in values],
-                          [(per_user[:, j] == v).sum() for v in values]])
+        table = np.array(
+            [
+                [(thinned[:, j] == v).sum() for v in values],
+                [(per_user[:, j] == v).sum() for v in values],
+            ]
+        )
         table = table[:, table.sum(axis=0) >= 10]
         assert stats.chi2_contingency(table).pvalue > CHI2_ALPHA
 

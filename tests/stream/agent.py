@@ -33,8 +33,9 @@ def sized_topics(events: int = 1, reports: int = 1) -> Topics:
     (the release agent refuses messages naming another count)."""
     base = load_topics()
     sizes = {"events": events, "reports": reports}
-    specs = tuple(dataclasses.replace(s, partitions=sizes.get(s.role, s.partitions))
-                  for s in base.specs)  # fmt: skip
+    specs = tuple(
+        dataclasses.replace(s, partitions=sizes.get(s.role, s.partitions)) for s in base.specs
+    )
     return dataclasses.replace(base, specs=specs)
 
 
@@ -51,8 +52,9 @@ def agent(
 ) -> Releaser:
     """A release agent whose broker acknowledges every changelog write at once."""
     clock = Clock()
-    r = Releaser(settings, topics or sized_topics(), ledger, slots, produce, _persisted,
-                 clock=clock)  # fmt: skip
+    r = Releaser(
+        settings, topics or sized_topics(), ledger, slots, produce, _persisted, clock=clock
+    )
     r.clock = clock  # type: ignore[attr-defined]
     return r
 

@@ -37,9 +37,14 @@ class Collector:
 class Service(BatchConsumer):
     def __init__(self, settings, topics) -> None:
         super().__init__(
-            settings, topics, "g", source=topics.events, side_input=topics.preferences,
-            collector=Collector(), policy=lambda exc, rec, log: None,
-        )  # fmt: skip
+            settings,
+            topics,
+            "g",
+            source=topics.events,
+            side_input=topics.preferences,
+            collector=Collector(),
+            policy=lambda exc, rec, log: None,
+        )
         self.applied: list[bytes | None] = []
 
     def _apply_side_input(self, record) -> None:

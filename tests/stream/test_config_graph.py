@@ -42,8 +42,12 @@ def test_a_grid_graph_is_built_once_and_handed_to_every_mechanism(tmp_path):
 
 def test_an_edge_list_names_labels_and_is_read_relative_to_the_streams_file(tmp_path):
     (tmp_path / "links.txt").write_text("# site links\nhome news\nnews, sport  # comment\n\n")
-    s = load(tmp_path, mechanism="str", graph="{edges: links.txt, n: 3}",
-             d="labels: [home, news, sport, shop]")  # fmt: skip
+    s = load(
+        tmp_path,
+        mechanism="str",
+        graph="{edges: links.txt, n: 3}",
+        d="labels: [home, news, sport, shop]",
+    )
     m = s.build_mechanism()
     assert m.graph.edges() == [[0, 1], [1, 2]] and m.n == 3
     assert type(m).__name__ == "STR"
@@ -76,17 +80,37 @@ def test_rescuedp_is_place_level_and_takes_no_graph(tmp_path):
         ("stbd", "{grid: 2 x 3, n: true}", "d: 6", {}, r"graph.n must be an integer"),
         ("stbd", "{grid: 2 x 3, n: 2, size: 3}", "d: 6", {}, r"unknown key\(s\) \['size'\]"),
         ("stbd", "{grid: 2 x 3, edges: e.txt, n: 2}", "d: 6", {}, r"exactly one of `edges`"),
-        ("stbd", "{edges: e.txt, neighbours: 8, n: 2}", "labels: [a, b]", {"e.txt": "a b"},
-         r"neighbours applies to a grid"),
+        (
+            "stbd",
+            "{edges: e.txt, neighbours: 8, n: 2}",
+            "labels: [a, b]",
+            {"e.txt": "a b"},
+            r"neighbours applies to a grid",
+        ),
         ("stbd", "{edges: nope.txt, n: 2}", "labels: [a, b]", {}, r"cannot read edge list"),
-        ("stbd", "{edges: e.txt, n: 2}", "labels: [a, b]", {"e.txt": "a b\na zz\n"},
-         r"e.txt:2: 'zz' is not a label"),
-        ("stbd", "{edges: e.txt, n: 2}", "labels: [a, b]", {"e.txt": "a b c\n"},
-         r"e.txt:1: expected two labels"),
-        ("{name: stbd, params: {n: 3}}", "{grid: 2 x 3, n: 2}", "d: 6", {},
-         r"mechanism.params: name the graph and n under `graph:`"),
+        (
+            "stbd",
+            "{edges: e.txt, n: 2}",
+            "labels: [a, b]",
+            {"e.txt": "a b\na zz\n"},
+            r"e.txt:2: 'zz' is not a label",
+        ),
+        (
+            "stbd",
+            "{edges: e.txt, n: 2}",
+            "labels: [a, b]",
+            {"e.txt": "a b c\n"},
+            r"e.txt:1: expected two labels",
+        ),
+        (
+            "{name: stbd, params: {n: 3}}",
+            "{grid: 2 x 3, n: 2}",
+            "d: 6",
+            {},
+            r"mechanism.params: name the graph and n under `graph:`",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_graph_keys_fail_with_one_line_naming_the_field(
     tmp_path, mechanism, graph, d, files, match
 ):

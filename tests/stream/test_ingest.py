@@ -151,8 +151,11 @@ def consume_once(svc):
 
 
 def event(user, ts, value):
-    return (user.encode(), msgpack.packb({"stream": "s", "user": user, "ts": ts, "value": value}),
-            0)  # fmt: skip
+    return (
+        user.encode(),
+        msgpack.packb({"stream": "s", "user": user, "ts": ts, "value": value}),
+        0,
+    )
 
 
 def test_the_loop_counts_good_events_and_dead_letters_bad_ones(service):

@@ -44,12 +44,31 @@ scalars = (
 )
 junk = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(["kind", "stream", "slot", "partition", "partitions",
-                                       "counts", "progress", "round", "support", "reports",
-                                       "now"]) | st.integers(0, 5), inner, max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "kind",
+                    "stream",
+                    "slot",
+                    "partition",
+                    "partitions",
+                    "counts",
+                    "progress",
+                    "round",
+                    "support",
+                    "reports",
+                    "now",
+                ]
+            )
+            | st.integers(0, 5),
+            inner,
+            max_size=8,
+        )
+    ),
     max_leaves=20,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=400, deadline=None)

@@ -49,17 +49,22 @@ def test_a_flood_of_oversized_junk_keeps_rss_bounded(tmp_path):
     log = logging.getLogger("junk")
     # The fetched bytes are the consumer's (allocated once here, as a fetch buffer would be):
     # what is measured is what the collect stage and the dead-letter queue keep of them.
-    pool = [(b"k%d" % i * (1 << 19), msgpack.packb({"stream": "s", "user": "u", "ts": 1.0,
-                                                    "pad": bytes([i]) * (1 << 20)}))
-            for i in range(20)]  # fmt: skip
+    pool = [
+        (
+            b"k%d" % i * (1 << 19),
+            msgpack.packb({"stream": "s", "user": "u", "ts": 1.0, "pad": bytes([i]) * (1 << 20)}),
+        )
+        for i in range(20)
+    ]
     gc.collect()
     before = rss_mb()
     offset = 0
     for _ in range(JUNK_MB // len(pool)):
         batch = []
         for key, junk in pool:
-            batch.append(SimpleNamespace(topic="events", partition=0, offset=offset, key=key,
-                                         value=junk))  # fmt: skip
+            batch.append(
+                SimpleNamespace(topic="events", partition=0, offset=offset, key=key, value=junk)
+            )
             offset += 1
         for exc, rec in collector.add_batch(0, batch, wall_now=2.0):
             policy(exc, rec, log)
@@ -68,8 +73,9 @@ def test_a_flood_of_oversized_junk_keeps_rss_bounded(tmp_path):
     grown = rss_mb() - before
     letters = [msgpack.unpackb(v) for _, v in queued]
     assert len(letters) == JUNK_MB and {d["reason"] for d in letters} == {"too_large"}
-    assert all(len(d["value"]) == TOO_LARGE_KEEP_BYTES and d["size"] > MAX_EVENT_BYTES
-               for d in letters)  # fmt: skip
+    assert all(
+        len(d["value"]) == TOO_LARGE_KEEP_BYTES and d["size"] > MAX_EVENT_BYTES for d in letters
+    )
     kept = sum(len(v) + len(k or b"") for k, v in queued)
     assert kept < JUNK_MB * 4 * TOO_LARGE_KEEP_BYTES, kept
     print(f"\n{JUNK_MB} MB of junk: RSS +{grown:.1f} MB, {kept / 1024:.0f} KB queued")

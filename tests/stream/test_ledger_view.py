@@ -28,7 +28,6 @@ def make(settings):
     return agent(settings, ledger, {}, produce), ledger
 
 
-
 def test_central_view_shows_rule_window_and_recent_releases(settings):
     r, ledger = make(settings)
     run(r, Tick("cen", {0: 10.6}, 1).encode(), 10.6)  # first slot: 9

@@ -84,14 +84,25 @@ def test_the_book_counts_only_this_streams_users_and_keeps_its_gap(tmp_path):
     assert set(book.preferences.users) == {"7"}
     assert book.offsets == {0: 4}
     assert [int(book.vector(s, slot)[7]) for slot in range(3, 11)] == [
-        0, 0, SITS_OUT, SITS_OUT, SITS_OUT, SITS_OUT, 1, 1,
-    ]  # fmt: skip
+        0,
+        0,
+        SITS_OUT,
+        SITS_OUT,
+        SITS_OUT,
+        SITS_OUT,
+        1,
+        1,
+    ]
     assert (np.delete(book.vector(s, 9), 7) == s.default_level).all()
     # Reading the same records again (a reader that went back) changes nothing.
     book.apply(records + [pref(4, 7, None, 95.0)], floor=100.0)
     assert [int(book.vector(s, slot)[7]) for slot in (10, 11, 12, 13, 14)] == [
-        1, SITS_OUT, SITS_OUT, SITS_OUT, SITS_OUT,
-    ]  # fmt: skip  (the tombstone: back to the default through a gap of 4, from slot 11)
+        1,
+        SITS_OUT,
+        SITS_OUT,
+        SITS_OUT,
+        SITS_OUT,
+    ]  # the tombstone: back to the default through a gap of 4, from slot 11
     again = LevelBook.from_dict(USERS, msgpack.unpackb(msgpack.packb(book.to_dict())))
     for slot in range(3, 20):
         assert (again.vector(s, slot) == book.vector(s, slot)).all()
@@ -137,8 +148,16 @@ class Pipeline:
             return [r for r in self.prefs if r.offset >= offsets.get(0, 0)]
 
         self.ledger: dict[str, bytes] = {}
-        self.agent = Releaser(settings, self.topics, self.ledger, {}, produce, persisted,
-                              clock=self.clock, preferences=read)  # fmt: skip
+        self.agent = Releaser(
+            settings,
+            self.topics,
+            self.ledger,
+            {},
+            produce,
+            persisted,
+            clock=self.clock,
+            preferences=read,
+        )
         self.collector = ReportCollector([self.stream])
         self.collector.assign(0)
         self.collector.partitions[0] = True
@@ -202,10 +221,11 @@ class Pipeline:
         assert outcomes[("pl", "not_asked")] == 0 and outcomes[("pl", "window_used")] == 0
         for out in self.collector.flush(msg["deadline"]):
             self._run(
-                PartitionTally("pl", out.slot, out.rnd, 0, 1, out.support, out.reports,
-                             msg["deadline"] + 0.05).encode(),
+                PartitionTally(
+                    "pl", out.slot, out.rnd, 0, 1, out.support, out.reports, msg["deadline"] + 0.05
+                ).encode(),
                 msg["deadline"] + 0.05,
-            )  # fmt: skip
+            )
 
     def releases(self) -> list[dict[str, Any]]:
         return [msgpack.unpackb(v) for v in self._new(self.topics.releases)]
@@ -294,8 +314,12 @@ def test_levels_come_from_preferences_and_a_change_sits_out_its_gap(tmp_path):
     print(f"reports={p.reports} users under two levels={both} worst window={worst / 10:.1f}% eps")
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     mech=st.sampled_from(["plpa", "plpa+", "plpd+"]),
     changes=st.lists(

@@ -27,7 +27,6 @@ class Boom(Exception):
     pass
 
 
-
 def make(tmp_path, ledger, slots, sent, fail_on=None):
     path = tmp_path / "s.yaml"
     path.write_text(YAML)

@@ -75,9 +75,14 @@ def test_the_default_policy_routes_counts_and_logs(outcomes, clock, caplog):
         policy(BadEvent("undecodable", "ExtraData"), Rec(offset=43), log)
     assert [k for k, _ in sent] == [b"u1"] * 3
     first = unpack(sent[0][1])
-    assert (first["reason"], first["detail"], first["topic"], first["partition"],
-            first["offset"], first["value"]) == ("undecodable", "ExtraData", "events", 3, 41,
-                                                 b"\xc1secret-ish")  # fmt: skip
+    assert (
+        first["reason"],
+        first["detail"],
+        first["topic"],
+        first["partition"],
+        first["offset"],
+        first["value"],
+    ) == ("undecodable", "ExtraData", "events", 3, 41, b"\xc1secret-ish")
     assert [unpack(v)["offset"] for _, v in sent] == [41, 42, 43]
     assert dead_letters("undecodable") == before + 3
     assert outcomes.labels("", "invalid")._value.get() == 3
@@ -96,5 +101,6 @@ def test_each_reason_is_throttled_on_its_own(outcomes, clock, caplog):
         policy(BadEvent("out_of_domain", "index"), Rec(), log)
         policy(BadEvent("bad_time", "ts 2"), Rec(), log)
     assert [("bad_time" in m, "out_of_domain" in m) for m in caplog.messages] == [
-        (True, False), (False, True)
-    ]  # fmt: skip
+        (True, False),
+        (False, True),
+    ]

@@ -99,12 +99,20 @@ def test_a_preference_is_a_level_name_or_none(raw, level):
 def test_partials_and_ticks_keep_their_wire_keys():
     partial = unpack(Partial("s", 12, 1, 4, [1, 0, 2]).encode())
     assert partial == {
-        "kind": "partial", "stream": "s", "slot": 12, "partition": 1, "partitions": 4,
+        "kind": "partial",
+        "stream": "s",
+        "slot": 12,
+        "partition": 1,
+        "partitions": 4,
         "counts": [1, 0, 2],
-    }  # fmt: skip
+    }
     tick = unpack(Tick("s", {3: 120, 0: 119.5}, 4).encode())
-    assert tick == {"kind": "tick", "stream": "s", "progress": {3: 120.0, 0: 119.5},
-                    "partitions": 4}  # fmt: skip
+    assert tick == {
+        "kind": "tick",
+        "stream": "s",
+        "progress": {3: 120.0, 0: 119.5},
+        "partitions": 4,
+    }
     assert all(type(t) is float for t in tick["progress"].values())
 
 
@@ -112,9 +120,13 @@ def test_a_small_dead_letter_keeps_the_whole_value():
     value = b"v" * MAX_DEAD_LETTER_BYTES  # exactly at the limit: kept whole
     out = unpack(encode_dead_letter("bad_time", "ts 1", "events", 2, 40, value))
     assert out == {
-        "reason": "bad_time", "detail": "ts 1", "topic": "events", "partition": 2,
-        "offset": 40, "value": value,
-    }  # fmt: skip
+        "reason": "bad_time",
+        "detail": "ts 1",
+        "topic": "events",
+        "partition": 2,
+        "offset": 40,
+        "value": value,
+    }
 
 
 def test_a_large_dead_letter_is_truncated_with_its_size_and_sha256():
@@ -156,14 +168,21 @@ def two_levels(load_configs, central_stream):
 
 def test_a_release_names_levels_and_the_slot_bounds(two_levels):
     window = [WindowSpend(4, 1.0, Fraction(3, 4)), WindowSpend(2, 2.0, Fraction(1, 2))]
-    record, audit, recent = encode_release(two_levels, 12, release(12), "describe", window, [],
-                                           extra=1)  # fmt: skip
+    record, audit, recent = encode_release(
+        two_levels, 12, release(12), "describe", window, [], extra=1
+    )
     rec = unpack(record)
     expected = {
-        "stream": "s", "slot": 12, "start": 120.0, "end": 130.0, "histogram": [1.5, -0.5, 3.0],
-        "fresh": True, "mechanism": "pba", "spent_by_group": {"strict": 0.25, "loose": 0.5},
+        "stream": "s",
+        "slot": 12,
+        "start": 120.0,
+        "end": 130.0,
+        "histogram": [1.5, -0.5, 3.0],
+        "fresh": True,
+        "mechanism": "pba",
+        "spent_by_group": {"strict": 0.25, "loose": 0.5},
         "version": 3,
-    }  # fmt: skip
+    }
     assert {k: rec.get(k) for k in expected} == expected
     assert "spent_dc_by_group" not in rec and "describe" not in rec  # the audit's, not ours
     au = unpack(audit)
@@ -182,8 +201,9 @@ def test_the_recent_list_keeps_the_last_releases_only(two_levels):
     window = [WindowSpend(4, 1.0, Fraction(0)), WindowSpend(2, 2.0, Fraction(0))]
     recent: list = []
     for slot in range(RECENT + 5):
-        _, _, recent = encode_release(two_levels, slot, release(slot, fresh=slot % 2 == 1),
-                                      "", window, recent)  # fmt: skip
+        _, _, recent = encode_release(
+            two_levels, slot, release(slot, fresh=slot % 2 == 1), "", window, recent
+        )
     assert len(recent) == RECENT
     assert [r[0] for r in recent] == list(range(5, RECENT + 5))
     assert recent[-1][1:3] == [False, "skip"]
@@ -197,12 +217,18 @@ def test_a_release_needs_one_window_per_level(two_levels):
 def test_a_request_carries_the_slot_bounds_and_users(load_configs, local_stream):
     (stream,) = load_configs(local_stream())
     out = unpack(encode_request(stream, 7, 75.5, {"round": "publication"}))
-    assert out == {"stream": "loc", "slot": 7, "start": 70.0, "end": 80.0, "deadline": 75.5,
-                   "users": 60, "request": {"round": "publication"}}  # fmt: skip
+    assert out == {
+        "stream": "loc",
+        "slot": 7,
+        "start": 70.0,
+        "end": 80.0,
+        "deadline": 75.5,
+        "users": 60,
+        "request": {"round": "publication"},
+    }
 
 
-REPORT = {"stream": "loc", "slot": 3, "round": "publication", "user": 5, "group": 0,
-          "payload": [1]}  # fmt: skip
+REPORT = {"stream": "loc", "slot": 3, "round": "publication", "user": 5, "group": 0, "payload": [1]}
 
 
 def test_a_good_report_decodes_with_its_round_index():
@@ -235,9 +261,17 @@ def test_a_bad_report_names_its_reason(raw, reason):
 
 def test_a_tally_carries_its_round_and_counts():
     out = unpack(PartitionTally("loc", 3, "publication", 1, 2, [4, 5], [9], 31.5).encode())
-    assert out == {"kind": "tally", "stream": "loc", "slot": 3, "round": "publication",
-                   "partition": 1, "partitions": 2, "support": [4, 5], "reports": [9],
-                   "now": 31.5}  # fmt: skip
+    assert out == {
+        "kind": "tally",
+        "stream": "loc",
+        "slot": 3,
+        "round": "publication",
+        "partition": 1,
+        "partitions": 2,
+        "support": [4, 5],
+        "reports": [9],
+        "now": 31.5,
+    }
 
 
 def test_pack_keeps_float64():

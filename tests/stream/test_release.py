@@ -39,7 +39,6 @@ def make(tmp_path, ledger, slots, sent, fail_publish=False):
     return agent(settings, ledger, slots, produce)
 
 
-
 def tick(r, progress, now):
     """Partition 0 (of 1) is complete up to event time ``progress``."""
     run(r, Tick("s", {0: progress}, 1).encode(), now)

@@ -33,7 +33,6 @@ class Boom(Exception):
     pass
 
 
-
 def make(tmp_path, ledger, slots, sent, fail_publish=False, yaml=YAML):
     path = tmp_path / "p.yaml"
     path.write_text(yaml)

@@ -61,8 +61,16 @@ def request(svc, deadline, seed=0):
 
 
 def report(req, user, value):
-    return msgpack.packb({"stream": "loc", "slot": req.slot, "round": req.round, "user": user,
-                          "group": 0, "payload": [value]})  # fmt: skip
+    return msgpack.packb(
+        {
+            "stream": "loc",
+            "slot": req.slot,
+            "round": req.round,
+            "user": user,
+            "group": 0,
+            "payload": [value],
+        }
+    )
 
 
 def test_a_request_is_learnt_and_a_bad_one_is_logged_and_skipped(service, fake_kafka, caplog):

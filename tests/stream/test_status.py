@@ -48,8 +48,16 @@ def released(tmp_path):
         return None
 
     board = status.StatusBoard()
-    r = Releaser(settings, sized_topics(), ledger, {}, produce, persist, clock=lambda: now[0],
-                 listeners=[board])  # fmt: skip
+    r = Releaser(
+        settings,
+        sized_topics(),
+        ledger,
+        {},
+        produce,
+        persist,
+        clock=lambda: now[0],
+        listeners=[board],
+    )
 
     def run(raw, at):
         now[0] = at

@@ -15,10 +15,15 @@ from app.tools.produce import Truth
 
 def _releases(stream_id: str, d: int) -> list[dict[str, object]]:
     return [
-        {"stream": stream_id, "slot": slot, "start": 2.0 * slot, "fresh": slot % 2 == 0,
-         "histogram": [float(slot)] * d}
+        {
+            "stream": stream_id,
+            "slot": slot,
+            "start": 2.0 * slot,
+            "fresh": slot % 2 == 0,
+            "histogram": [float(slot)] * d,
+        }
         for slot in (10, 11)
-    ]  # fmt: skip
+    ]
 
 
 def test_no_truth_outside_the_demo(monkeypatch: pytest.MonkeyPatch) -> None:

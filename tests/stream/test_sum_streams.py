@@ -157,8 +157,9 @@ def collector(tmp_path, extra=f"    sum: {{alpha: {ALPHA}}}\n", levels=""):
 def add(c, events, wall_now=112.0):
     bad = []
     for off, (user, ts, value, amount) in enumerate(events):
-        raw = msgpack.packb({"stream": "e", "user": user, "ts": ts, "value": value,
-                             "amount": amount})  # fmt: skip
+        raw = msgpack.packb(
+            {"stream": "e", "user": user, "ts": ts, "value": value, "amount": amount}
+        )
         try:
             c.add(0, off, user.encode(), raw, wall_now=wall_now)
         except BadEvent as exc:
@@ -175,16 +176,19 @@ def close(c, t=120.5):
 
 def test_amounts_are_summed_per_category_each_users_first_clipped_to_alpha(tmp_path):
     c = collector(tmp_path)
-    bad = add(c, [
-        ("u", 101, "north", 12.5),
-        ("u", 102, "north", 30.0),   # the same user again in the slot: duplicate
-        ("u", 103, "south", 1.0),    # another value, one value per user: duplicate
-        ("v", 104, "north", 80.0),   # clipped to alpha
-        ("w", 105, "west", 0.25),
-        ("x", 106, "south", ALPHA),  # exactly alpha: not clipped
-        ("y", 107, "south", -2.0),   # dead-lettered
-        ("z", 111, "west", 3.0),     # next slot
-    ])  # fmt: skip
+    bad = add(
+        c,
+        [
+            ("u", 101, "north", 12.5),
+            ("u", 102, "north", 30.0),  # the same user again in the slot: duplicate
+            ("u", 103, "south", 1.0),  # another value, one value per user: duplicate
+            ("v", 104, "north", 80.0),  # clipped to alpha
+            ("w", 105, "west", 0.25),
+            ("x", 106, "south", ALPHA),  # exactly alpha: not clipped
+            ("y", 107, "south", -2.0),  # dead-lettered
+            ("z", 111, "west", 3.0),  # next slot
+        ],
+    )
     assert bad == ["bad_amount"]
     got = close(c)
     assert got == {10: [12.5 + ALPHA, ALPHA, 0.25]}
@@ -198,12 +202,15 @@ def test_amounts_are_summed_per_category_each_users_first_clipped_to_alpha(tmp_p
 
 def test_with_max_values_each_distinct_value_keeps_its_own_clipped_amount(tmp_path):
     c = collector(tmp_path, f"    sum: {{alpha: {ALPHA}}}\n    max_values: 2\n")
-    add(c, [
-        ("u", 101, "north", 10.0),
-        ("u", 102, "south", 70.0),  # second distinct value, amount clipped
-        ("u", 103, "north", 5.0),   # a repeated value: duplicate
-        ("u", 104, "west", 1.0),    # a third distinct value: past l = 2, clipped and dropped
-    ])  # fmt: skip
+    add(
+        c,
+        [
+            ("u", 101, "north", 10.0),
+            ("u", 102, "south", 70.0),  # second distinct value, amount clipped
+            ("u", 103, "north", 5.0),  # a repeated value: duplicate
+            ("u", 104, "west", 1.0),  # a third distinct value: past l = 2, clipped and dropped
+        ],
+    )
     assert close(c) == {10: [10.0, ALPHA, 0.0]}
     assert c.take_outcomes() == {("e", "accepted"): 1, ("e", "clipped"): 2, ("e", "duplicate"): 1}
 

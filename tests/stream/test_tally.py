@@ -47,9 +47,17 @@ def request_of(streams, mech, sid, wall_slot, deadline, rng):
 
 def report(sid, req, user, payload, group=0):
     return msgpack.packb(
-        {"stream": sid, "mechanism": req.mechanism, "slot": req.slot, "round": req.round,
-         "user": user, "group": group, "oracle": req.oracle[0], "payload": payload}
-    )  # fmt: skip
+        {
+            "stream": sid,
+            "mechanism": req.mechanism,
+            "slot": req.slot,
+            "round": req.round,
+            "user": user,
+            "group": group,
+            "oracle": req.oracle[0],
+            "payload": payload,
+        }
+    )
 
 
 def test_only_asked_users_count_once_and_the_tally_sums_their_support(setup):

@@ -41,18 +41,32 @@ def setup(load_configs, local_stream):
 
 def ask_everybody(stream: Any, m: Any, slot: int) -> bytes:
     request = {
-        "mechanism": "plpa+", "slot": slot, "round": "dissimilarity", "d": 2,
-        "buckets": m.n_buckets, "cohort": None, "oracle": ["grr", "grr"],
-        "eps": list(m.report_eps), "units": list(m.report_units),
-    }  # fmt: skip
+        "mechanism": "plpa+",
+        "slot": slot,
+        "round": "dissimilarity",
+        "d": 2,
+        "buckets": m.n_buckets,
+        "cohort": None,
+        "oracle": ["grr", "grr"],
+        "eps": list(m.report_eps),
+        "units": list(m.report_units),
+    }
     return encode_request(stream, 1000 + slot, float(slot), request)
 
 
 def report(slot: int, user: int, group: int) -> bytes:
     return msgpack.packb(
-        {"stream": "loc", "mechanism": "plpa+", "slot": slot, "round": "dissimilarity",
-         "user": user, "group": group, "oracle": "grr", "payload": [1]}
-    )  # fmt: skip
+        {
+            "stream": "loc",
+            "mechanism": "plpa+",
+            "slot": slot,
+            "round": "dissimilarity",
+            "user": user,
+            "group": group,
+            "oracle": "grr",
+            "payload": [1],
+        }
+    )
 
 
 def test_the_window_rule_follows_each_level_and_its_ops_shares(setup):

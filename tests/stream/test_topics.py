@@ -36,9 +36,15 @@ def test_every_role_has_a_spec_and_a_prefixed_name():
     assert set(REQUIRED_ROLES) <= roles
     assert {"collection-requests", "reports"} <= roles
     names = {
-        t.events, t.preferences, t.releases, t.audit, t.dead_letter, t.partials,
-        t.collection_requests, t.reports,
-    }  # fmt: skip
+        t.events,
+        t.preferences,
+        t.releases,
+        t.audit,
+        t.dead_letter,
+        t.partials,
+        t.collection_requests,
+        t.reports,
+    }
     assert len(names) == 8 and all(n.startswith("p.") for n in names)
     assert t.name("ledger-changelog") == "p." + t.spec("ledger-changelog").name
 
@@ -101,8 +107,9 @@ def test_a_malformed_spec_names_the_file_and_field(specs, changes, match):
     assert "releases.yaml" in str(info.value)
 
 
-@pytest.mark.parametrize(("text", "match"), [("name: [", "not valid YAML"),
-                                             ("- a\n- b\n", "expected a mapping")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "match"), [("name: [", "not valid YAML"), ("- a\n- b\n", "expected a mapping")]
+)
 def test_a_file_that_is_not_a_mapping_is_refused(specs, text, match):
     (specs / "audit.yaml").write_text(text)
     with pytest.raises(TopicSpecError, match=match):

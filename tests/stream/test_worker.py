@@ -88,8 +88,10 @@ def test_not_ready_names_every_reason_and_clears(settings_for, central, local_st
     agent = app.agents["release"]
     reasons = http.not_ready().split("; ")
     assert reasons == [
-        "IngestService: catching up", "ReportService: catching up", "release agent not running"
-    ]  # fmt: skip
+        "IngestService: catching up",
+        "ReportService: catching up",
+        "release agent not running",
+    ]
     ingest.consuming = reports.consuming = True
     asyncio.run(agent.fun(Events()))
     assert http.not_ready() == ""
@@ -126,8 +128,12 @@ def test_the_readiness_of_a_worker_names_a_stream_past_its_lag_bound(settings_fo
     assert reason.startswith("stream wk: releases ") and "s behind the wall clock" in reason
     releaser.revoked()  # another worker serves it now: neither a reason nor a gauge here
     assert http.not_ready() == ""
-    assert "wk" not in {s.labels["stream"] for f in metrics.REGISTRY.collect()
-                        for s in f.samples if f.name == "dpstream_release_lag_seconds"}
+    assert "wk" not in {
+        s.labels["stream"]
+        for f in metrics.REGISTRY.collect()
+        for s in f.samples
+        if f.name == "dpstream_release_lag_seconds"
+    }
 
 
 @pytest.mark.parametrize(("now", "behind"), [(70.0, False), (82.0, False), (82.01, True)])
@@ -138,8 +144,9 @@ def test_a_stream_lags_past_release_timeout_plus_a_slot(settings_for, central_st
     reasons = lagging(settings, now, {"ov": 6})
     assert bool(reasons) is behind
     if behind:
-        assert reasons == ["stream ov: releases 11 s behind the wall clock (2 slots due, "
-                           "bound 11 s)"]  # fmt: skip
+        assert reasons == [
+            "stream ov: releases 11 s behind the wall clock (2 slots due, bound 11 s)"
+        ]
     assert metrics.RELEASE_LAG_SECONDS.labels("ov")._value.get() == pytest.approx(max(0, now - 71))
     assert metrics.RELEASE_LAG_SLOTS.labels("ov")._value.get() == (2 if now > 81 else 0)
 

@@ -17,9 +17,15 @@ def settings_of(path: object) -> object:
 
 def release(stream: str, spent: dict[str, float], histogram: list[float]) -> dict[str, object]:
     return {
-        "stream": stream, "slot": 7, "start": 0.0, "end": 4.0, "histogram": histogram,
-        "fresh": True, "mechanism": "x", "spent_by_group": spent,
-    }  # fmt: skip
+        "stream": stream,
+        "slot": 7,
+        "start": 0.0,
+        "end": 4.0,
+        "histogram": histogram,
+        "fresh": True,
+        "mechanism": "x",
+        "spent_by_group": spent,
+    }
 
 
 def test_local_population_division_shows_what_one_user_spent() -> None:

@@ -25,9 +25,7 @@ def test_deliveries_count_each_outcome() -> None:
     d(Err("Message timed out"), object())
     d.left(5)
     assert (d.delivered, d.failed, d.undelivered, d.lost) == (3, 1, 5, 6)
-    assert d.line() == (
-        "delivered 3, failed 1, undelivered 5 (last error: Message timed out)"
-    )
+    assert d.line() == ("delivered 3, failed 1, undelivered 5 (last error: Message timed out)")
 
 
 def test_broker_errors_are_remembered_not_counted_as_lost() -> None:

@@ -19,8 +19,18 @@ LOCAL_STREAMS = Path(__file__).parents[2] / "app" / "stream" / "local_streams.ya
 
 
 def _release(stream: str, values: tuple[float, ...], fresh: bool = True) -> SlotRelease:
-    return SlotRelease(stream, 897718126, 1795436252.0, 1795436254.0, values, fresh, "pba",
-                       {"strict": 0.0125, "standard": 0.05, "relaxed": 0.2}, 1, 1)  # fmt: skip
+    return SlotRelease(
+        stream,
+        897718126,
+        1795436252.0,
+        1795436254.0,
+        values,
+        fresh,
+        "pba",
+        {"strict": 0.0125, "standard": 0.05, "relaxed": 0.2},
+        1,
+        1,
+    )
 
 
 def test_the_demo_streams_compact_line_fits_and_wide_keeps_everything() -> None:
@@ -63,8 +73,19 @@ def test_a_stream_seen_nowhere_is_refused_naming_the_streams_seen(tmp_path: Path
         env["DPSTREAM_BROKER"] = broker.bootstrap
 
         def tail(stream: str) -> subprocess.CompletedProcess[str]:
-            argv = [sys.executable, "-m", "app.cli", "releases", "tail", "-s", stream,
-                    "--idle-exit", "2", "--config", str(LOCAL_STREAMS)]  # fmt: skip
+            argv = [
+                sys.executable,
+                "-m",
+                "app.cli",
+                "releases",
+                "tail",
+                "-s",
+                stream,
+                "--idle-exit",
+                "2",
+                "--config",
+                str(LOCAL_STREAMS),
+            ]
             return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
 
         start = time.monotonic()

@@ -55,8 +55,12 @@ def test_worker_says_an_environment_error_before_importing_faust() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DPSTREAM_")}
     env["DPSTREAM_BROKER"] = "127.0.0.1:1"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
         env=env,
-    )  # fmt: skip
+    )
     assert out.stdout.split() == ["2"], out.stdout + out.stderr
     assert "noise key" in out.stderr.lower() and out.stderr.count("\n") == 1

@@ -59,8 +59,9 @@ class Topics:
         self.snap = Snapshot(input_partitions=PARTITIONS)
         self._offsets: dict[tuple[str, int], int] = defaultdict(int)
 
-    def _msg(self, topic: str, partition: int, t_ms: int, key: bytes | None,
-             value: bytes | None) -> Msg:  # fmt: skip
+    def _msg(
+        self, topic: str, partition: int, t_ms: int, key: bytes | None, value: bytes | None
+    ) -> Msg:
         off = self._offsets[topic, partition]
         self._offsets[topic, partition] += 1
         return Msg(partition, off, t_ms, key, value)
@@ -74,8 +75,9 @@ class Topics:
     def preference(self, user: str, level: str | None, at: float) -> None:
         p = partition_for(user.encode(), PARTITIONS)
         raw = None if level is None else msgpack.packb({"level": level})
-        self.snap.preferences.append(self._msg("preferences", p, int(at * 1000), user.encode(),
-                                               raw))  # fmt: skip
+        self.snap.preferences.append(
+            self._msg("preferences", p, int(at * 1000), user.encode(), raw)
+        )
 
     def levels(self, user: str, changes: list[tuple[float, str | None]]) -> None:
         p = partition_for(user.encode(), PARTITIONS)
@@ -87,8 +89,15 @@ class Topics:
         self.snap.partials.append(self._msg("partials", 0, int(sent * 1000), b"s", raw))
 
     def release(self, slot: int, histogram: list[float], at: float) -> None:
-        raw = pack({"stream": self.stream.id, "slot": slot, "histogram": histogram,
-                    "released_at": at, "schema": 1})  # fmt: skip
+        raw = pack(
+            {
+                "stream": self.stream.id,
+                "slot": slot,
+                "histogram": histogram,
+                "released_at": at,
+                "schema": 1,
+            }
+        )
         self.snap.releases.append(self._msg("releases", 0, int(at * 1000), b"s", raw))
 
     def audit(self, slot: int, spent: dict[str, float]) -> None:
@@ -96,20 +105,34 @@ class Topics:
         self.snap.audit.append(self._msg("audit", 0, 0, b"s", raw))
 
     def request(self, t: int, rnd: str, eps: list[float]) -> None:
-        raw = pack({"stream": self.stream.id, "slot": 1000 + t,
-                    "request": {"slot": t, "round": rnd, "eps": eps}})  # fmt: skip
+        raw = pack(
+            {
+                "stream": self.stream.id,
+                "slot": 1000 + t,
+                "request": {"slot": t, "round": rnd, "eps": eps},
+            }
+        )
         self.snap.requests.append(self._msg("requests", 0, 0, b"l", raw))
 
     def report(self, user: int, t: int, rnd: str, payload: list[int], group: int = 0) -> None:
-        raw = msgpack.packb({"stream": self.stream.id, "mechanism": "lpa", "slot": t,
-                             "round": rnd, "user": user, "group": group, "oracle": "grr",
-                             "payload": payload})  # fmt: skip
-        self.snap.events.append(self._msg("reports", user % PARTITIONS, 0, str(user).encode(),
-                                          raw))  # fmt: skip
+        raw = msgpack.packb(
+            {
+                "stream": self.stream.id,
+                "mechanism": "lpa",
+                "slot": t,
+                "round": rnd,
+                "user": user,
+                "group": group,
+                "oracle": "grr",
+                "payload": payload,
+            }
+        )
+        self.snap.events.append(self._msg("reports", user % PARTITIONS, 0, str(user).encode(), raw))
 
 
-def reference_group(stream: StreamConfig, changes: list[tuple[float, str | None]],
-                    slot: int) -> int | None:  # fmt: skip
+def reference_group(
+    stream: StreamConfig, changes: list[tuple[float, str | None]], slot: int
+) -> int | None:
     """The level rule, once more, as a plain walk over slots."""
     names = [lv.name for lv in stream.levels]
     w = [lv.w for lv in stream.levels]

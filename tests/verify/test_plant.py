@@ -54,8 +54,11 @@ def unique_cell(t: Topics, parts: dict, slot: int, user: str) -> tuple[int, int]
     i = USERS.index(user)
     v = (i * 7 + slot) % 3
     p = partition_for(user.encode(), PARTITIONS)
-    same = [u for j, u in enumerate(USERS) if partition_for(u.encode(), PARTITIONS) == p
-            and (j * 7 + slot) % 3 == v]  # fmt: skip
+    same = [
+        u
+        for j, u in enumerate(USERS)
+        if partition_for(u.encode(), PARTITIONS) == p and (j * 7 + slot) % 3 == v
+    ]
     assert same == [user], "the scenario keeps this cell to one user"
     assert parts[slot, p][stream.default_level * stream.d + v] >= 1
     return p, v

@@ -30,13 +30,19 @@ def stream(tmp: Path) -> StreamConfig:
 
 
 events = st.lists(
-    st.tuples(st.integers(0, USERS - 1), st.floats(FIRST * SLOT_S, (FIRST + SLOTS) * SLOT_S,
-              exclude_max=True), st.integers(0, 2)),  # fmt: skip
+    st.tuples(
+        st.integers(0, USERS - 1),
+        st.floats(FIRST * SLOT_S, (FIRST + SLOTS) * SLOT_S, exclude_max=True),
+        st.integers(0, 2),
+    ),
     max_size=150,
 )
 preferences = st.lists(
-    st.tuples(st.integers(0, USERS - 1), st.sampled_from(["loose", "strict", None, "bogus"]),
-              st.floats(FIRST * SLOT_S - 30, (FIRST + SLOTS) * SLOT_S)),  # fmt: skip
+    st.tuples(
+        st.integers(0, USERS - 1),
+        st.sampled_from(["loose", "strict", None, "bogus"]),
+        st.floats(FIRST * SLOT_S - 30, (FIRST + SLOTS) * SLOT_S),
+    ),
     max_size=8,
 )
 

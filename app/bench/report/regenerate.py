@@ -53,8 +53,11 @@ def _ensure_cost(cost: Path, quick: bool) -> None:
 
 def _facts(done: Done) -> tuple[dict[str, float], dict[str, int]]:
     """Data facts the explanations quote: Taxi's all-zero AMRE, the ratio runs' users."""
-    floors = {ds: zero_release_amre(p) for (_, ds), (p, _, _) in done.items()
-              if ds == "tdrive" and p.kind == "central"}  # fmt: skip
+    floors = {
+        ds: zero_release_amre(p)
+        for (_, ds), (p, _, _) in done.items()
+        if ds == "tdrive" and p.kind == "central"
+    }
     populations = {ds: population(p) for (_, ds), (p, _, _) in done.items() if p.sweep == "ratio"}
     return floors, populations
 

@@ -144,10 +144,12 @@ def _replay_table(replay: list[dict[str, str]]) -> list[str]:
         "",
         "| mechanism | replay s | us per slot | publications |",
         "|---|---|---|---|",
-        *(f"| {r['mechanism']} | {r['replay_s']} | {r['step_us']} | {r['publications']} |"
-          for r in replay),
+        *(
+            f"| {r['mechanism']} | {r['replay_s']} | {r['step_us']} | {r['publications']} |"
+            for r in replay
+        ),
         "",
-    ]  # fmt: skip
+    ]
 
 
 def cost_section(
@@ -251,8 +253,13 @@ def closing_note(cost_dir: Path, total_s: float, quick: bool) -> list[str]:
     return lines + [""]
 
 
-def _header(done: Done, items: Sequence[Claim], command: str, total_s: float,
-            machine: Mapping[str, str] | None) -> list[str]:  # fmt: skip
+def _header(
+    done: Done,
+    items: Sequence[Claim],
+    command: str,
+    total_s: float,
+    machine: Mapping[str, str] | None,
+) -> list[str]:
     counts = {v: sum(c.verdict == v for c in items) for v in Verdict}
     quick = any(p.quick for p, _, _ in done.values())
     return [

@@ -108,10 +108,10 @@ def with_summary(text: str) -> str:
     papers = tally(text)
     total = {v: sum(c[v] for c in papers.values()) for v in VERDICTS}
     per = "; ".join(
-        f"{p} {c['agree']}/{c['partly']}/{c['disagree']}" + (f"/{c['not run']}" if c["not run"]
-                                                              else "")
+        f"{p} {c['agree']}/{c['partly']}/{c['disagree']}"
+        + (f"/{c['not run']}" if c["not run"] else "")
         for p, c in papers.items()
-    )  # fmt: skip
+    )
     line = (
         f"{SUMMARY}{total['agree']} agree, {total['partly']} partly, {total['disagree']} "
         f"disagree, {total['not run']} not run, over all {len(papers)} papers (agree/partly/"

@@ -267,9 +267,7 @@ class LocalMechanism(RoundDriven):
         """The dissimilarity round of slot ``t`` (None: the mechanism has none)."""
         return None
 
-    def _publication_ask(
-        self, t: int, dis: float | None, rng: np.random.Generator
-    ) -> Ask | Status:
+    def _publication_ask(self, t: int, dis: float | None, rng: np.random.Generator) -> Ask | Status:
         """The publication round of slot ``t``, or the status of a slot without one."""
         raise NotImplementedError
 
@@ -369,18 +367,25 @@ class LocalMechanism(RoundDriven):
             "last_release": [float(x) for x in self.last_release],
             "ledger": self.ledger.state_dict(),
             "population": self.population.state_dict(),
-            "open": None if o is None else {
+            "open": None
+            if o is None
+            else {
                 "t": o.t,
-                "pending": None if o.pending is None else {
+                "pending": None
+                if o.pending is None
+                else {
                     "round": o.pending.round,
                     "cohort": None if o.pending.cohort is None else o.pending.cohort.tolist(),
                     "units": list(o.pending.units),
                 },
-                "dc": list(o.dc), "pub": list(o.pub),
-                "users_dc": o.users_dc, "users_pub": o.users_pub, "status": o.status,
+                "dc": list(o.dc),
+                "pub": list(o.pub),
+                "users_dc": o.users_dc,
+                "users_pub": o.users_pub,
+                "status": o.status,
                 "histogram": None if o.histogram is None else [float(x) for x in o.histogram],
             },
-        }  # fmt: skip
+        }
 
     def _load(self, state: dict[str, Any]) -> None:
         self.t = int(state["t"])
@@ -393,15 +398,20 @@ class LocalMechanism(RoundDriven):
             p = o["pending"]
             self._open = _Open(
                 t=int(o["t"]),
-                pending=None if p is None else Ask(
+                pending=None
+                if p is None
+                else Ask(
                     p["round"],
                     None if p["cohort"] is None else np.array(p["cohort"], dtype=np.int64),
                     [int(u) for u in p["units"]],
                 ),
-                dc=[int(u) for u in o["dc"]], pub=[int(u) for u in o["pub"]],
-                users_dc=int(o["users_dc"]), users_pub=int(o["users_pub"]), status=o["status"],
+                dc=[int(u) for u in o["dc"]],
+                pub=[int(u) for u in o["pub"]],
+                users_dc=int(o["users_dc"]),
+                users_pub=int(o["users_pub"]),
+                status=o["status"],
                 histogram=None if o["histogram"] is None else np.array(o["histogram"]),
-            )  # fmt: skip
+            )
 
 
 def check_users(users: object, groups: int) -> list[int]:

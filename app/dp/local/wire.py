@@ -112,8 +112,16 @@ class CollectionRequest:
         if ((lv != SITS_OUT) & (lv >= len(units))).any():
             raise ParameterError(f"levels must name one of the {len(units)} groups or sit out")
         return cls(
-            str(data["mechanism"]), int(data["slot"]), rnd, int(data["d"]), buckets,
-            None if cohort is None else bytes(cohort), oracle, eps, units, levels,
+            str(data["mechanism"]),
+            int(data["slot"]),
+            rnd,
+            int(data["d"]),
+            buckets,
+            None if cohort is None else bytes(cohort),
+            oracle,
+            eps,
+            units,
+            levels,
         )
 
 

@@ -66,8 +66,13 @@ class Period:
     """Period mechanisms: central inputs, releases at most ``period - 1`` slots late, every
     release fresh and non-negative; windows checked against the periods they touch."""
 
-    sizes = {"state": (3, 2), "roundtrip": (3, 1), "seeded": (4, 0), "shape": (5, 3),
-             "input": (1, 1)}  # fmt: skip
+    sizes = {
+        "state": (3, 2),
+        "roundtrip": (3, 1),
+        "seeded": (4, 0),
+        "shape": (5, 3),
+        "input": (1, 1),
+    }
     """Slots per check as ``(a, b)``: ``a * period + b``."""
 
     def size(self, check: str, m: Any) -> int:

@@ -98,9 +98,23 @@ class RescueDP(STR):
         sensitivity: int = 1,
     ) -> None:
         self._setup(
-            d, groups, Graph(d), 1, kp, ki, kd, pid_window, theta, s, p_max, eps_max,
-            process_var, interval_norm, noise, sensitivity,
-        )  # fmt: skip
+            d,
+            groups,
+            Graph(d),
+            1,
+            kp,
+            ki,
+            kd,
+            pid_window,
+            theta,
+            s,
+            p_max,
+            eps_max,
+            process_var,
+            interval_norm,
+            noise,
+            sensitivity,
+        )
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:

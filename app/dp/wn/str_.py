@@ -131,15 +131,43 @@ class STR(GraphMechanism):
     ) -> None:
         graph = self._take_graph(d, n, edges, grid, neighbours)
         self._setup(
-            d, groups, graph, n, kp, ki, kd, pid_window, theta, s, p_max, eps_max,
-            process_var, interval_norm, noise, sensitivity,
-        )  # fmt: skip
+            d,
+            groups,
+            graph,
+            n,
+            kp,
+            ki,
+            kd,
+            pid_window,
+            theta,
+            s,
+            p_max,
+            eps_max,
+            process_var,
+            interval_norm,
+            noise,
+            sensitivity,
+        )
 
     def _setup(
-        self, d: int, groups: Sequence[Group], graph: Graph, n: int, kp: float, ki: float,
-        kd: float, pid_window: int, theta: float, s: float, p_max: float, eps_max: float,
-        process_var: float, interval_norm: str, noise: str, sensitivity: int,
-    ) -> None:  # fmt: skip
+        self,
+        d: int,
+        groups: Sequence[Group],
+        graph: Graph,
+        n: int,
+        kp: float,
+        ki: float,
+        kd: float,
+        pid_window: int,
+        theta: float,
+        s: float,
+        p_max: float,
+        eps_max: float,
+        process_var: float,
+        interval_norm: str,
+        noise: str,
+        sensitivity: int,
+    ) -> None:
         self.kp = validate.number("kp", kp, 0)
         self.ki = validate.number("ki", ki, 0)
         self.kd = validate.number("kd", kd, 0)
@@ -171,10 +199,17 @@ class STR(GraphMechanism):
 
     def _adaptive_params(self) -> dict[str, Any]:
         return {
-            "kp": self.kp, "ki": self.ki, "kd": self.kd, "pid_window": self.pid_window,
-            "theta": self.theta, "s": self.s, "p_max": self.p_max, "eps_max": self.eps_max,
-            "process_var": self.process_var, "interval_norm": self.interval_norm,
-        }  # fmt: skip
+            "kp": self.kp,
+            "ki": self.ki,
+            "kd": self.kd,
+            "pid_window": self.pid_window,
+            "theta": self.theta,
+            "s": self.s,
+            "p_max": self.p_max,
+            "eps_max": self.eps_max,
+            "process_var": self.process_var,
+            "interval_norm": self.interval_norm,
+        }
 
     @classmethod
     def test_params(cls) -> dict[str, Any]:

@@ -198,8 +198,9 @@ class BatchConsumer(Service):
             if p in collector.partitions and not collector.caught_up(p):
                 if await self._consumer.position(tp) >= self._targets.get(p, 0):
                     collector.mark_caught_up(p)
-        self.consuming = bool(assignment) and all(collector.caught_up(p)
-                                                  for p in collector.partitions)  # fmt: skip
+        self.consuming = bool(assignment) and all(
+            collector.caught_up(p) for p in collector.partitions
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -286,8 +287,11 @@ class BatchConsumer(Service):
         assert self._consumer is not None and self._producer is not None
         pending, self._pending = self._pending, []
         results = await asyncio.gather(*(f for f, _, _ in pending), return_exceptions=True)
-        failed = [(k, v) for (_, k, v), r in zip(pending, results, strict=True)
-                  if isinstance(r, BaseException)]  # fmt: skip
+        failed = [
+            (k, v)
+            for (_, k, v), r in zip(pending, results, strict=True)
+            if isinstance(r, BaseException)
+        ]
         for key, value in failed:
             self._send_dead_letter(key, value)
         if failed:

@@ -150,8 +150,9 @@ class Collector:
         """Forget a partition's open slots and its users' levels: its next owner replays the
         slots from the commit and the levels from the co-partitioned ``preferences``."""
         self.partitions.pop(partition, None)
-        self.preferences.forget(u for u in self.preferences.users
-                                if self._partition(u.encode()) == partition)  # fmt: skip
+        self.preferences.forget(
+            u for u in self.preferences.users if self._partition(u.encode()) == partition
+        )
 
     def owns(self, key: bytes, partition: int) -> bool:
         """Whether ``key`` hashes to ``partition`` and that partition is assigned here."""
@@ -317,14 +318,18 @@ class Collector:
             cuts = [(int(slots[a]), a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
         else:
             cuts = []
-        groups = [(slot, a, users[a:b], values[a:b]) for slot, a, b in cuts
-                  if closed is None or slot > closed]  # fmt: skip
+        groups = [
+            (slot, a, users[a:b], values[a:b])
+            for slot, a, b in cuts
+            if closed is None or slot > closed
+        ]
         if not cuts:
             for s in np.unique(slots):
                 if closed is None or s > closed:
                     at = np.flatnonzero(slots == s)
-                    groups.append((int(s), int(at[0]), [users[i] for i in at],
-                                   [values[i] for i in at]))  # fmt: skip
+                    groups.append(
+                        (int(s), int(at[0]), [users[i] for i in at], [values[i] for i in at])
+                    )
         accepted = duplicate = 0
         for slot, first, us, vs in groups:
             open_slot = (sid, slot)
@@ -356,7 +361,11 @@ class Collector:
         part = self.partitions[partition]
         buckets, min_offset, closed_through = part.buckets, part.min_offset, part.closed_through
         streams, domains, slot_s, partition_of = (
-            self.streams, self.domains, self._slot_s, self._partition_of)  # fmt: skip
+            self.streams,
+            self.domains,
+            self._slot_s,
+            self._partition_of,
+        )
         sums, watermark, late_slots = self._alpha, self.watermark, self.late_slots
         horizon = {sid: s.slots.horizon(wall_now) for sid, s in streams.items()}
         counted: Counter[tuple[str, str]] = Counter()

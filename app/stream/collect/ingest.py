@@ -132,8 +132,9 @@ class IngestService(BatchConsumer):
             return
         if not self.collector.owns(record.key, p):
             # Co-partitioned with events: a record elsewhere would set nobody's level here.
-            self.policy(BadEvent("wrong_partition", "preference not in its key's partition"),
-                        record, log)  # fmt: skip
+            self.policy(
+                BadEvent("wrong_partition", "preference not in its key's partition"), record, log
+            )
             return
         user = record.key.decode("utf-8", "replace")
         level = decode_preference(record.value)
@@ -191,11 +192,19 @@ class IngestService(BatchConsumer):
         assert self._producer is not None
         topic, send = self.topics.levels, self._producer.send
         try:
-            sent = [await send(topic, key=user.encode(), value=pack(h.to_dict()), partition=p)
-                    for user, (p, h) in self._unsaved.items()]  # fmt: skip
-            sent += [await send(topic, key=OFFSET_KEY + str(p).encode(),
-                                value=pack({"offset": off}), partition=p)
-                     for p, off in marks.items()]  # fmt: skip
+            sent = [
+                await send(topic, key=user.encode(), value=pack(h.to_dict()), partition=p)
+                for user, (p, h) in self._unsaved.items()
+            ]
+            sent += [
+                await send(
+                    topic,
+                    key=OFFSET_KEY + str(p).encode(),
+                    value=pack({"offset": off}),
+                    partition=p,
+                )
+                for p, off in marks.items()
+            ]
             await asyncio.gather(*sent)
         except Exception as exc:  # noqa: BLE001 - any failed send: retry, close nothing
             log.error("level changes not saved (%s): no slot closes until they are", exc)

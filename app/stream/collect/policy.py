@@ -73,7 +73,12 @@ def dead_letter_policy(
         # The detail never carries a user's value, only what was wrong with the message.
         logger.warning(
             "dead-letter reason=%s topic=%s partition=%d offset=%d detail=%r suppressed=%d",
-            exc.reason, record.topic, record.partition, record.offset, exc.detail, held,
+            exc.reason,
+            record.topic,
+            record.partition,
+            record.offset,
+            exc.detail,
+            held,
         )
 
     return policy

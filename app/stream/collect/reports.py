@@ -113,8 +113,16 @@ class ReportService(BatchConsumer):
                 metrics.REPORTS.labels(sid, outcome).inc(n)
         send, topic = self._producer.send, self.topics.partials
         for t in tallies:
-            value = PartitionTally(t.stream, t.slot, t.rnd, t.partition, self._partitions_total,
-                          t.support, t.reports, wall).encode()  # fmt: skip
+            value = PartitionTally(
+                t.stream,
+                t.slot,
+                t.rnd,
+                t.partition,
+                self._partitions_total,
+                t.support,
+                t.reports,
+                wall,
+            ).encode()
             await send(topic, key=t.stream.encode(), value=value)
         for sid in self.collector.streams:
             tick = Tick(sid, {}, self._partitions_total).encode()

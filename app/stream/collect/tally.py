@@ -172,9 +172,15 @@ class ReportCollector:
             given = np.frombuffer(request.levels, dtype=np.uint8)[: stream.users]
             levels[: given.shape[0]] = given
         rnd = Round(
-            stream.id, request.slot, request.round, float(msg["deadline"]), request, member,
-            oracles, levels,
-        )  # fmt: skip
+            stream.id,
+            request.slot,
+            request.round,
+            float(msg["deadline"]),
+            request,
+            member,
+            oracles,
+            levels,
+        )
         self.rounds[key] = rnd
         mine = sorted(k for k in self.rounds if k[0] == stream.id)
         for old in mine[:-KEEP_ROUNDS]:
@@ -267,8 +273,9 @@ class ReportCollector:
             oracle = rnd.oracles[int(groups[i])]
             if not oracle.accepts(rows.payloads[i]):
                 ok[i] = False
-                bad.append((BadEvent("out_of_domain", f"not a {oracle.name} report"),
-                            rows.records[i]))  # fmt: skip
+                bad.append(
+                    (BadEvent("out_of_domain", f"not a {oracle.name} report"), rows.records[i])
+                )
         accepted = np.flatnonzero(ok)
         if division:  # newest first: shift the older report slots down one row
             last[1:, users[accepted]] = last[:-1, users[accepted]]
@@ -306,9 +313,15 @@ class ReportCollector:
                 rnd.min_offset.pop(p, None)
                 rnd.closed.add(p)
                 out.append(
-                    TallyOut(rnd.stream, rnd.slot, rnd.rnd, p,
-                             [int(x) for x in support.reshape(-1)], [int(x) for x in reports])
-                )  # fmt: skip
+                    TallyOut(
+                        rnd.stream,
+                        rnd.slot,
+                        rnd.rnd,
+                        p,
+                        [int(x) for x in support.reshape(-1)],
+                        [int(x) for x in reports],
+                    )
+                )
         return out
 
     def commit_offset(self, partition: int, position: int) -> int:

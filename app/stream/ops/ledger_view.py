@@ -25,9 +25,7 @@ from app.stream.release.protocol import continued
 from app.stream.topics import load_topics
 
 
-def read_ledger(
-    settings: Settings, stream_id: str, timeout_s: float = 10.0
-) -> LedgerEntry | None:
+def read_ledger(settings: Settings, stream_id: str, timeout_s: float = 10.0) -> LedgerEntry | None:
     """The last ledger entry of ``stream_id`` in the changelog, or ``None``."""
     return read_ledgers(settings, timeout_s).get(stream_id)
 

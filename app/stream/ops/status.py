@@ -97,8 +97,7 @@ class StatusBoard:
     def budget_document(self) -> dict[str, Any]:
         """The ``GET /budget`` body."""
         with self._lock:
-            streams = [budget_json(s.config, s.window, s.last_slot)
-                       for s in self._streams.values()]  # fmt: skip
+            streams = [budget_json(s.config, s.window, s.last_slot) for s in self._streams.values()]
         return {"as_of_utc": utc(time.time()), "streams": streams}
 
     async def budget(self, request: web.Request) -> web.Response:
@@ -115,8 +114,9 @@ class StatusBoard:
     def render_page(self) -> str:
         """The whole page as HTML (see the module docstring)."""
         with self._lock:
-            streams = [(s.config, list(s.releases), s.window, s.last_slot)
-                       for s in self._streams.values()]  # fmt: skip
+            streams = [
+                (s.config, list(s.releases), s.window, s.last_slot) for s in self._streams.values()
+            ]
         return _render(streams)
 
 
@@ -321,14 +321,16 @@ def _late_section() -> list[str]:
     out = ["<h2>late data and release lag</h2>"]
     names = sorted(set(late) | set(behind))
     if not names:
-        return [*out, "<p class='note'>no slot lost values as late; no release lag measured "
-                "yet</p>"]  # fmt: skip
-    out.append("<table><tr><th>stream</th><th>slots with late data</th>"
-               "<th>release lag</th></tr>")  # fmt: skip
+        return [
+            *out,
+            "<p class='note'>no slot lost values as late; no release lag measured yet</p>",
+        ]
+    out.append("<table><tr><th>stream</th><th>slots with late data</th><th>release lag</th></tr>")
     for sid in names:
         lag = f"{behind[sid]:.1f} s ({slots.get(sid, 0):g} slots)" if sid in behind else "-"
-        out.append(f"<tr><td>{html.escape(sid)}</td><td>{late.get(sid, 0):g}</td>"
-                   f"<td>{lag}</td></tr>")  # fmt: skip
+        out.append(
+            f"<tr><td>{html.escape(sid)}</td><td>{late.get(sid, 0):g}</td><td>{lag}</td></tr>"
+        )
     out.append(
         "<p class='note'>Slots with late data: slots of the stream in which this worker "
         "dropped any value because it arrived after its slot closed (each slot once; how many "

@@ -153,8 +153,9 @@ class CentralDriver:
             if self._discards(stream, slot, part, counts):
                 metrics.LATE_PARTIALS.labels(stream.id).inc()
                 self.late.mark(stream.id, slot)
-                log.warning("late partial dropped stream=%s slot=%d partition=%d",
-                            stream.id, slot, part)  # fmt: skip
+                log.warning(
+                    "late partial dropped stream=%s slot=%d partition=%d", stream.id, slot, part
+                )
             return
         if len(counts) != len(stream.levels) * stream.d:
             log.error("partial with wrong shape stream=%s slot=%d", stream.id, slot)
@@ -189,9 +190,7 @@ class CentralDriver:
         sent = set(cur.parts) if cur is not None else set()
         progress = self._progress.get(stream.id, {})
         due = stream.slots.due(slot)
-        return [
-            p for p in range(partitions) if p not in sent and progress.get(p, -math.inf) < due
-        ]
+        return [p for p in range(partitions) if p not in sent and progress.get(p, -math.inf) < due]
 
     def _forced(self, stream: StreamConfig, slot: int, missing: list[int], now: float) -> bool:
         """Whether to close ``slot`` without ``missing`` (see the module docstring)."""
@@ -213,8 +212,12 @@ class CentralDriver:
                 if not self._forced(stream, slot, missing, now):
                     return
                 metrics.SLOT_TIMEOUTS.labels(stream.id).inc()
-                log.warning("slot closed without partitions stream=%s slot=%d missing=%s",
-                            stream.id, slot, missing)  # fmt: skip
+                log.warning(
+                    "slot closed without partitions stream=%s slot=%d missing=%s",
+                    stream.id,
+                    slot,
+                    missing,
+                )
             await self.release_slot(stream, slot, entry)
 
     async def release_slot(
@@ -252,8 +255,9 @@ class CentralDriver:
                 self.slots[sid] = encode_open_slots(open_slots)
             self.slots[sid + MERGED_SUFFIX] = pack(merged)
 
-        await self.pub.release(stream, mech, entry or LedgerEntry(), slot, placed, leave_open_set,
-                               released_at)  # fmt: skip
+        await self.pub.release(
+            stream, mech, entry or LedgerEntry(), slot, placed, leave_open_set, released_at
+        )
 
 
 def _step(

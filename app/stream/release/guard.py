@@ -76,9 +76,12 @@ class Guard:
         self.last[stream] = (now, reason)
         log.error(
             "internal message refused stream=%s kind=%s reason=%s partition=%s slot=%s",
-            stream, type(msg).__name__ if msg else None, reason,
-            getattr(msg, "partition", None), getattr(msg, "slot", None),
-        )  # fmt: skip
+            stream,
+            type(msg).__name__ if msg else None,
+            reason,
+            getattr(msg, "partition", None),
+            getattr(msg, "slot", None),
+        )
 
     def reasons(self, now: float) -> list[str]:
         """Readiness reasons: the streams that refused a message in the last :data:`SHOW_S`."""

@@ -102,9 +102,7 @@ class LocalDriver:
             return None
         return CollectionRequest.from_dict(unpack(entry.local.request)["request"])
 
-    def _merge(
-        self, stream: StreamConfig, entry: LedgerEntry | None, msg: PartitionTally
-    ) -> None:
+    def _merge(self, stream: StreamConfig, entry: LedgerEntry | None, msg: PartitionTally) -> None:
         pending = self._pending(entry)
         slot, rnd = msg.slot, msg.round
         if pending is None or (pending.slot, pending.round) != (slot, rnd):
@@ -185,12 +183,19 @@ class LocalDriver:
             if request is not None and now >= stream.slots.end(slot) - stream.round_s:
                 # Too late for a round: its deadline would pass the slot's end, where devices
                 # refuse it by their clock (app.client.clock). Step on without reports.
-                log.warning("slot missed stream=%s slot=%d round=%s: stepped without reports",
-                            sid, slot, request.round)  # fmt: skip
+                log.warning(
+                    "slot missed stream=%s slot=%d round=%s: stepped without reports",
+                    sid,
+                    slot,
+                    request.round,
+                )
                 while request is not None:
-                    empty = Tally(request.slot, request.round,
-                                  np.zeros((len(request.oracle), stream.d), dtype=np.int64),
-                                  np.zeros(len(request.oracle), dtype=np.int64))  # fmt: skip
+                    empty = Tally(
+                        request.slot,
+                        request.round,
+                        np.zeros((len(request.oracle), stream.d), dtype=np.int64),
+                        np.zeros(len(request.oracle), dtype=np.int64),
+                    )
                     request = self._on_tally(mech, empty, stream, slot)
             if request is not None:
                 await self._ask(stream, mech, entry, slot, request, now)
@@ -246,12 +251,20 @@ class LocalDriver:
         else:
             support, reports = cur.support, cur.reports
             if len(cur.parts) < cur.of:
-                log.warning("round timed out stream=%s slot=%d round=%s partitions=%d/%d",
-                            stream.id, pending.slot, pending.round, len(cur.parts),
-                            cur.of)  # fmt: skip
-        return Tally(pending.slot, pending.round,
-                     np.asarray(support, dtype=np.int64).reshape(m, stream.d),
-                     np.asarray(reports, dtype=np.int64))  # fmt: skip
+                log.warning(
+                    "round timed out stream=%s slot=%d round=%s partitions=%d/%d",
+                    stream.id,
+                    pending.slot,
+                    pending.round,
+                    len(cur.parts),
+                    cur.of,
+                )
+        return Tally(
+            pending.slot,
+            pending.round,
+            np.asarray(support, dtype=np.int64).reshape(m, stream.d),
+            np.asarray(reports, dtype=np.int64),
+        )
 
     def _on_tally(
         self, mech: RoundDriven, tally: Tally, stream: StreamConfig, slot: int
@@ -261,8 +274,9 @@ class LocalDriver:
             out: CollectionRequest | None = mech.on_tally(tally, rng)
         except DPError as exc:  # a tally the mechanism refuses (a bug upstream): count nobody
             log.error("tally refused stream=%s slot=%d: %s", stream.id, slot, exc)
-            empty = Tally(tally.slot, tally.round, np.zeros_like(tally.support),
-                          np.zeros_like(tally.reports))  # fmt: skip
+            empty = Tally(
+                tally.slot, tally.round, np.zeros_like(tally.support), np.zeros_like(tally.reports)
+            )
             out = mech.on_tally(empty, rng)
         return out
 
@@ -295,8 +309,9 @@ class LocalDriver:
 
     async def _send_request(self, stream: StreamConfig, entry: LedgerEntry) -> None:
         assert entry.local.request is not None
-        await self.pub.produce(self.pub.topics.collection_requests, stream.id.encode(),
-                               entry.local.request)  # fmt: skip
+        await self.pub.produce(
+            self.pub.topics.collection_requests, stream.id.encode(), entry.local.request
+        )
         entry.local.sent = True
         self.pub.write(stream.id, entry)
 
@@ -310,8 +325,9 @@ class LocalDriver:
             self.slots.pop(stream.id, None)
 
         users = {"users_dc": rel.users_dc or 0, "users_pub": rel.users_pub or 0}  # set locally
-        await self.pub.release(stream, mech, entry, slot, [(slot, rel)], leave_round,
-                               self.clock(), **users)  # fmt: skip
+        await self.pub.release(
+            stream, mech, entry, slot, [(slot, rel)], leave_round, self.clock(), **users
+        )
         self._report_population(stream, mech)
 
     def _report_population(self, stream: StreamConfig, mech: RoundDriven) -> None:

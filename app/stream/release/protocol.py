@@ -182,9 +182,16 @@ class Publisher:
         recent = entry.recent
         for rel_slot, rel in releases:
             record, audit, recent = encode_release(
-                stream, rel_slot, rel, mech.describe(), window, recent,
-                released_at=released_at, delayed=rel_slot < slot, **audit_extra,
-            )  # fmt: skip
+                stream,
+                rel_slot,
+                rel,
+                mech.describe(),
+                window,
+                recent,
+                released_at=released_at,
+                delayed=rel_slot < slot,
+                **audit_extra,
+            )
             outbox += [("releases", record), ("audit", audit)]
         entry.state = mech.state_dict()
         entry.next_slot = slot + 1
@@ -201,8 +208,14 @@ class Publisher:
         if outbox:
             await self.publish(stream, entry)  # 4. Publish, 5. Mark.
         for rel_slot, rel in releases:
-            log.info("released stream=%s slot=%d fresh=%s status=%s delayed=%s", sid,
-                     rel_slot, rel.fresh, rel.status, rel_slot < slot)  # fmt: skip
+            log.info(
+                "released stream=%s slot=%d fresh=%s status=%s delayed=%s",
+                sid,
+                rel_slot,
+                rel.fresh,
+                rel.status,
+                rel_slot < slot,
+            )
         for listener in self.listeners:
             listener.on_release(stream, releases)
         self.report(stream, mech, entry)

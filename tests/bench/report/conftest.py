@@ -7,8 +7,11 @@ import pytest
 
 def sweep(points, values):
     """Means ``(eps, w, mech) -> (mean, 0, 1)``: ``values[mech][k]`` at ``points[k]``."""
-    return {(e, w, m): (float(v[k]), 0.0, 1) for m, v in values.items()
-            for k, (e, w) in enumerate(points)}  # fmt: skip
+    return {
+        (e, w, m): (float(v[k]), 0.0, 1)
+        for m, v in values.items()
+        for k, (e, w) in enumerate(points)
+    }
 
 
 EPS = [(0.2, 120), (0.6, 120), (1.0, 120)]

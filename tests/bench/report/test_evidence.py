@@ -13,10 +13,13 @@ def _row(mech, **kw):
 def test_gather_sorts_runs_by_measure():
     done = {
         ("pwsm-eps", "sin"): (resolve("pwsm-eps", "sin"), [_row("bd", amre=4.0, fresh=0.5)], 1.0),
-        ("pwsm-ratio-w", "sin"): (resolve("pwsm-ratio-w", "sin"),
-                                  [_row("pbd", amre=2.0, ratio=0.1)], 1.0),
+        ("pwsm-ratio-w", "sin"): (
+            resolve("pwsm-ratio-w", "sin"),
+            [_row("pbd", amre=2.0, ratio=0.1)],
+            1.0,
+        ),
         ("ldp-ids-w", "sin"): (resolve("ldp-ids-w", "sin"), [_row("lbu", mre=0.3, cfpu=1.0)], 1.0),
-    }  # fmt: skip
+    }
     ev = gather(done, populations={"sin": 10})
     assert ev.amre == {("pwsm-eps", "sin"): {(0.6, 120, "bd"): (4.0, 0.0, 1)}}
     assert ev.fresh[("pwsm-eps", "sin")] == {(0.6, 120, "bd"): (0.5, 0.0, 1)}

@@ -16,20 +16,34 @@ AMRE = {"bd": 1000.0, "pbd": 500.0, "ba": 400.0, "pba": 100.0}
 
 
 def _rows():
-    return [{"dataset": "sin", "mechanism": m, "eps": e, "w": 120, "seed": 0, "amre": v * k}
-            for k, e in ((3, 0.2), (2, 0.6), (1, 1.0)) for m, v in AMRE.items()]  # fmt: skip
+    return [
+        {"dataset": "sin", "mechanism": m, "eps": e, "w": 120, "seed": 0, "amre": v * k}
+        for k, e in ((3, 0.2), (2, 0.6), (1, 1.0))
+        for m, v in AMRE.items()
+    ]
 
 
 def test_regenerate_copies_figures_and_names_the_recorded_machine(tmp_path):
     cost, out = tmp_path / "cost", tmp_path / "runs"
     cost.mkdir()
     with (cost / "cost_slopes.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, ["mechanism", "axis", "slope", "slope_top", "holds", "seed",
-                                "load1", *MACHINE])  # fmt: skip
+        w = csv.DictWriter(
+            fh, ["mechanism", "axis", "slope", "slope_top", "holds", "seed", "load1", *MACHINE]
+        )
         w.writeheader()
         for axis in ("d", "m", "N"):
-            w.writerow({"mechanism": "bd", "axis": axis, "slope": 0.5, "slope_top": 0.6,
-                        "holds": True, "seed": 0, "load1": 0.3, **MACHINE})  # fmt: skip
+            w.writerow(
+                {
+                    "mechanism": "bd",
+                    "axis": axis,
+                    "slope": 0.5,
+                    "slope_top": 0.6,
+                    "holds": True,
+                    "seed": 0,
+                    "load1": 0.3,
+                    **MACHINE,
+                }
+            )
     (cost / "cost_d.png").write_bytes(b"png")
     (out / "pwsm-eps-sin").mkdir(parents=True)
     (out / "pwsm-eps-sin" / "amre_vs_eps.png").write_bytes(b"png")

@@ -12,10 +12,12 @@ MACHINE = {"platform": "Linux-test", "cpus": "2", "python": "3.11.9", "numpy": "
 
 
 def test_claims_table_marks_and_escapes():
-    rows = render.claims_table([
-        Claim("PWSM", "1", "a | b", "p", "m", Verdict.AGREE),
-        Claim("PWSM", "6", "c", "p", "not run", Verdict.NOT_RUN, "why"),
-    ])  # fmt: skip
+    rows = render.claims_table(
+        [
+            Claim("PWSM", "1", "a | b", "p", "m", Verdict.AGREE),
+            Claim("PWSM", "6", "c", "p", "not run", Verdict.NOT_RUN, "why"),
+        ]
+    )
     assert rows[2] == "| 1 | a \\| b | p | m | **agree** |  |"
     assert rows[3] == "| 6 | c | p | not run | not run | why |"
 
@@ -30,8 +32,16 @@ def _cost(tmp_path, **host):
         w = csv.DictWriter(fh, ["mechanism", "axis", "slope", "slope_top", "holds", *host])
         w.writeheader()
         for axis in ("d", "m", "N"):
-            w.writerow({"mechanism": "bd", "axis": axis, "slope": 0.5, "slope_top": 0.6,
-                        "holds": True, **host})  # fmt: skip
+            w.writerow(
+                {
+                    "mechanism": "bd",
+                    "axis": axis,
+                    "slope": 0.5,
+                    "slope_top": 0.6,
+                    "holds": True,
+                    **host,
+                }
+            )
 
 
 def test_cost_section_names_only_what_differs_from_the_runs_machine(tmp_path):
@@ -45,9 +55,17 @@ def test_cost_section_names_only_what_differs_from_the_runs_machine(tmp_path):
 
 
 def test_render_has_no_machine_prose(tmp_path):
-    text = render.render({}, [], figures=tmp_path, link_root=tmp_path, cost_lines=[],
-                         closing=render.closing_note(tmp_path, 120.0, False), command="cmd",
-                         total_s=120.0, machine=MACHINE)  # fmt: skip
+    text = render.render(
+        {},
+        [],
+        figures=tmp_path,
+        link_root=tmp_path,
+        cost_lines=[],
+        closing=render.closing_note(tmp_path, 120.0, False),
+        command="cmd",
+        total_s=120.0,
+        machine=MACHINE,
+    )
     assert text.count("Linux-test") == 1 and "wall time 2.0 min)" in text
     assert "Summary: 0 agree, 0 partly, 0 disagree, 0 not run." in text
     for prose in ("shared with another engineer", "shared cores", platform.node() or "\0"):

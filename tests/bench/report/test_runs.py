@@ -10,8 +10,9 @@ from app.bench.report import runs
 
 
 def _tiny():
-    return replace(resolve("pwsm-eps", dataset="sin", quick=True), mechanisms=("bd",),
-                   eps_values=(0.6,))  # fmt: skip
+    return replace(
+        resolve("pwsm-eps", dataset="sin", quick=True), mechanisms=("bd",), eps_values=(0.6,)
+    )
 
 
 ROWS = [{"dataset": "sin", "mechanism": "bd", "eps": 0.6, "w": 120, "seed": 0, "amre": 2.5}]
@@ -25,8 +26,11 @@ def test_read_csv_types_the_numbers(tmp_path):
 
 def test_run_all_records_the_machine_only_when_it_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(runs, "resolve", lambda *a, **k: _tiny())
-    monkeypatch.setattr(runs, "run_preset", lambda preset, folder, **_: (
-        write_tables(ROWS, folder, preset, 1.0) and ROWS, []))  # fmt: skip
+    monkeypatch.setattr(
+        runs,
+        "run_preset",
+        lambda preset, folder, **_: (write_tables(ROWS, folder, preset, 1.0) and ROWS, []),
+    )
     assert runs.recorded_machine(tmp_path) is None
     done = runs.run_all(tmp_path, runs=[("pwsm-eps", "sin")], progress=False)
     assert done[("pwsm-eps", "sin")][1] == ROWS

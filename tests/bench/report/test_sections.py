@@ -37,8 +37,13 @@ new cost
 
 
 def test_split_sections_ignores_headings_in_fenced_blocks():
-    assert [h for h, _ in split_sections(OLD)] == ["", "## PWSM", "## (w,n)-DP", "## OptStream",
-                                                   "## Runs"]  # fmt: skip
+    assert [h for h, _ in split_sections(OLD)] == [
+        "",
+        "## PWSM",
+        "## (w,n)-DP",
+        "## OptStream",
+        "## Runs",
+    ]
 
 
 def test_hand_written_sections_follow_the_rendered_section_they_followed():

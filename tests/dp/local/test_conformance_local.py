@@ -14,9 +14,23 @@ from app.dp.checks.suite import yield_checks
 
 def test_every_local_mechanism_is_registered():
     assert registry.names("local") == [
-        "lbu", "lsp", "lpu", "lbd", "lba", "lpd", "lpa", "plbu",
-        "plpd", "plpa", "plpd+", "plpa+", "plbd-rp", "plba-rp", "plbd-ops", "plba-ops",
-    ]  # fmt: skip
+        "lbu",
+        "lsp",
+        "lpu",
+        "lbd",
+        "lba",
+        "lpd",
+        "lpa",
+        "plbu",
+        "plpd",
+        "plpa",
+        "plpd+",
+        "plpa+",
+        "plbd-rp",
+        "plba-rp",
+        "plbd-ops",
+        "plba-ops",
+    ]
 
 
 def test_local_checks_take_a_factory_and_a_generator():

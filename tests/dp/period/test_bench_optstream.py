@@ -41,8 +41,14 @@ def test_tiny_hierarchy_is_consistent_and_recorded():
     rows: list[dict] = []
     res = bench.hierarchy({"synthetic": {"1d": (regions, x)}}, [10.0], 1, False, rows)
     assert ("synthetic", "1d national", "OptStream_h", 1.0, 10.0) in res
-    mechanisms = {"Laplace", "DFT", "OptStream_ES", "OptStream_LS", "OptStream_h",
-                  "OptStream_h (paper Δ, not private)"}  # fmt: skip
+    mechanisms = {
+        "Laplace",
+        "DFT",
+        "OptStream_ES",
+        "OptStream_LS",
+        "OptStream_h",
+        "OptStream_h (paper Δ, not private)",
+    }
     assert sorted((r["region"], r["mechanism"]) for r in rows) == sorted(
         (region, m) for region in ("national", "regional") for m in mechanisms
     ), "one row per level and mechanism; the paper's calibration labelled not private"

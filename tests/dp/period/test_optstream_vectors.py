@@ -89,9 +89,7 @@ def test_l1_sampler_structure_spec_3_2():
 
 def test_budget_audit_per_period_spec_3_1():
     """Every draw of a period, as (sensitivity / scale), adds up to eps_P (Lemma 1)."""
-    m = OptStream(
-        d=2, groups=[DAY], strict=False, feature_sensitivity="rigorous", noise="laplace"
-    )
+    m = OptStream(d=2, groups=[DAY], strict=False, feature_sensitivity="rigorous", noise="laplace")
     rng = RecordingRNG(3)
     x = smooth_day(1, d=2).astype(float)
     m.noisy_inputs(x, 1.0, rng)

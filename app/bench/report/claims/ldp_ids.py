@@ -55,8 +55,9 @@ WHY_CFPU = (
 )
 
 
-def _claim(ref: str, claim: str, paper_value: str, measured: str, verdict: Verdict,
-           why: str = "") -> Claim:  # fmt: skip
+def _claim(
+    ref: str, claim: str, paper_value: str, measured: str, verdict: Verdict, why: str = ""
+) -> Claim:
     return Claim(PAPER, ref, claim, paper_value, measured, verdict, why)
 
 
@@ -75,8 +76,10 @@ def h1(ev: Evidence) -> list[Claim]:
     pts = [(r, p) for r in eps_runs.values() for p in points(r)]
     if not pts:
         return []
-    ok = [max(mean(r, *p, m) for m in POPULATION) < min(mean(r, *p, m) for m in BUDGET)
-          for r, p in pts]  # fmt: skip
+    ok = [
+        max(mean(r, *p, m) for m in POPULATION) < min(mean(r, *p, m) for m in BUDGET)
+        for r, p in pts
+    ]
     gap = min(
         min(mean(r, *p, m) for m in BUDGET) / max(mean(r, *p, m) for m in POPULATION)
         for r, p in pts

@@ -83,8 +83,9 @@ WHY_CURVES = (
 )
 
 
-def _claim(ref: str, claim: str, paper_value: str, measured: str, verdict: Verdict,
-           why: str = "") -> Claim:  # fmt: skip
+def _claim(
+    ref: str, claim: str, paper_value: str, measured: str, verdict: Verdict, why: str = ""
+) -> Claim:
     return Claim(PAPER, ref, claim, paper_value, measured, verdict, why)
 
 
@@ -100,8 +101,13 @@ def _taxi_why(ev: Evidence) -> str:
         parts.append(f"releasing all zeros already scores AMRE {floor:.0f}")
     pub = []
     for m in PAPER_MECHS:
-        share = [v[0] for k, r in ev.fresh.items() if k[1] == "tdrive"
-                 for (_, _, mm), v in r.items() if mm == m]  # fmt: skip
+        share = [
+            v[0]
+            for k, r in ev.fresh.items()
+            if k[1] == "tdrive"
+            for (_, _, mm), v in r.items()
+            if mm == m
+        ]
         if share:
             pub.append(f"{m.upper()} {100 * sum(share) / len(share):.1f}%")
     if pub:
@@ -138,8 +144,11 @@ def _figure_reduction(ev: Evidence, dataset: str, sweep: str) -> Claim | None:
 
 
 def _figure_reductions(ev: Evidence, number: str) -> list[Claim]:
-    rows = [_figure_reduction(ev, ds, sw) for (ds, sw), r in paper.REDUCTIONS.items()
-            if r.claim == number]  # fmt: skip
+    rows = [
+        _figure_reduction(ev, ds, sw)
+        for (ds, sw), r in paper.REDUCTIONS.items()
+        if r.claim == number
+    ]
     return [c for c in rows if c is not None]
 
 
@@ -256,8 +265,12 @@ def _taxi_pba_worse(ev: Evidence) -> list[Claim]:
 
 
 def _pbd_everywhere(ev: Evidence) -> list[Claim]:
-    pts = [(run, p) for (preset, _), run in ev.amre.items() if preset.startswith("pwsm")
-           for p in points(run)]  # fmt: skip
+    pts = [
+        (run, p)
+        for (preset, _), run in ev.amre.items()
+        if preset.startswith("pwsm")
+        for p in points(run)
+    ]
     if not pts:
         return []
     wins = sum(mean(run, *p, "pbd") < mean(run, *p, "bd") for run, p in pts)

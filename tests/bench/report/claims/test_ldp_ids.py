@@ -23,8 +23,10 @@ def _w(values):
 
 
 def _ev(eps=None, w=None, cfpu=None):
-    mre = {**{("ldp-ids-eps", ds): r for ds, r in (eps or {}).items()},
-           **{("ldp-ids-w", ds): r for ds, r in (w or {}).items()}}  # fmt: skip
+    mre = {
+        **{("ldp-ids-eps", ds): r for ds, r in (eps or {}).items()},
+        **{("ldp-ids-w", ds): r for ds, r in (w or {}).items()},
+    }
     return Evidence(mre=mre, cfpu={("ldp-ids-cfpu", ds): r for ds, r in (cfpu or {}).items()})
 
 

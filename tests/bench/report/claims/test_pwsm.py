@@ -40,8 +40,11 @@ def test_claim_1_agrees_with_a_70_percent_reduction():
 def test_claim_2_disagreement_names_the_taxi_sample():
     run = _rising({"bd": 100, "pbd": 200, "ba": 1, "pba": 1})
     fresh = sweep(W, {m: [0.5, 0.5, 0.5] for m in CENTRAL})
-    ev = _ev(amre={("pwsm-w", "tdrive"): run}, fresh={("pwsm-w", "tdrive"): fresh},
-             floors={"tdrive": 196.0})  # fmt: skip
+    ev = _ev(
+        amre={("pwsm-w", "tdrive"): run},
+        fresh={("pwsm-w", "tdrive"): fresh},
+        floors={"tdrive": 196.0},
+    )
     (row,) = pwsm.claim_2(ev)
     assert row.verdict == Verdict.DISAGREE and "0/3 points" in row.measured
     assert "600-taxi sample" in row.why and "AMRE 196" in row.why and "BD 50.0%" in row.why
@@ -59,8 +62,10 @@ def test_claim_4_rows_follow_the_paper_order_then_the_overall_row():
     ev = _ev(amre={("pwsm-w", "sin"): _rising(values), ("pwsm-eps", "log"): _falling(values)})
     rows = pwsm.claim_4(ev)
     assert [r.claim.split(" (")[0] for r in rows] == [
-        "log Fig. 10", "sin Fig. 11", "Synthetic overall: PBA below BA; PBA best of BD/BA/PBD/PBA"
-    ]  # fmt: skip
+        "log Fig. 10",
+        "sin Fig. 11",
+        "Synthetic overall: PBA below BA; PBA best of BD/BA/PBD/PBA",
+    ]
     # log eps: 25% vs the paper's 28.9%; sin w: 25% vs 4.2%, beyond 15 points; overall 25 vs 24.9
     assert [r.verdict for r in rows] == [Verdict.AGREE, Verdict.PARTLY, Verdict.AGREE]
     assert rows[1].why == pwsm.WHY_CODE
@@ -78,10 +83,12 @@ def test_claim_6_not_run_then_agree_when_plbu_is_worst_except_on_tlns():
     (row,) = pwsm.claim_6(_ev())
     assert row.verdict == Verdict.NOT_RUN and row.measured == "not run"
     base = {"bd": 10, "ba": 10, "pbd": 5, "pba": 5}
-    ev = _ev(amre={
-        ("pwsm-eps", "sin"): _falling({**base, "plbu": 1000}),
-        ("pwsm-eps", "tlns"): _falling({**base, "plbu": 1}),
-    })  # fmt: skip
+    ev = _ev(
+        amre={
+            ("pwsm-eps", "sin"): _falling({**base, "plbu": 1000}),
+            ("pwsm-eps", "tlns"): _falling({**base, "plbu": 1}),
+        }
+    )
     (row,) = pwsm.claim_6(ev)
     assert row.verdict == Verdict.AGREE and "sin 3/3, tlns 0/3" in row.measured and not row.why
 
@@ -98,17 +105,24 @@ def test_claim_7_reports_the_mean_rise_over_w():
 
 
 def _ratio(pbd, pba):
-    return {(o, m): (v, 0.0, 1) for m, curve in (("pbd", pbd), ("pba", pba))
-            for o, v in zip((0.1, 0.3, 0.5, 0.7, 0.9), curve, strict=True)}  # fmt: skip
+    return {
+        (o, m): (v, 0.0, 1)
+        for m, curve in (("pbd", pbd), ("pba", pba))
+        for o, v in zip((0.1, 0.3, 0.5, 0.7, 0.9), curve, strict=True)
+    }
 
 
 def test_claim_8_one_row_per_ratio_figure():
     assert [r.verdict for r in pwsm.claim_8(_ev())] == [Verdict.NOT_RUN] * 2
     flat_drop = [100, 110, 105, 100, 50]  # ln span 0.10, drop ln 2 = 0.69
     rising = [100, 100, 100, 100, 200]
-    ev = _ev(ratio={("pwsm-ratio-eps", "sin"): _ratio(flat_drop, flat_drop),
-                    ("pwsm-ratio-w", "sin"): _ratio(flat_drop, rising)},
-             populations={"sin": 10_000})  # fmt: skip
+    ev = _ev(
+        ratio={
+            ("pwsm-ratio-eps", "sin"): _ratio(flat_drop, flat_drop),
+            ("pwsm-ratio-w", "sin"): _ratio(flat_drop, rising),
+        },
+        populations={"sin": 10_000},
+    )
     budget, window = pwsm.claim_8(ev)
     assert budget.verdict == Verdict.AGREE and "2/2 curves" in budget.measured
     # issue 25: half the curves is not "most points", so disagree on the verdict scale
@@ -137,5 +151,12 @@ def test_claims_in_the_report_order():
     run = _falling({"bd": 1000, "pbd": 300, "ba": 900, "pba": 950, "plbu": 1e6})
     refs = [c.ref for c in pwsm.claims(_ev(amre={("pwsm-eps", "tdrive"): run}))]
     order = ["1", "2", "3", "4", "5", "6", "7", "8", "scale"]
-    assert refs == sorted(refs, key=order.index) and set(refs) == {"1", "3", "5", "6", "7", "8",
-                                                                   "scale"}  # fmt: skip
+    assert refs == sorted(refs, key=order.index) and set(refs) == {
+        "1",
+        "3",
+        "5",
+        "6",
+        "7",
+        "8",
+        "scale",
+    }
