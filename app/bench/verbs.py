@@ -14,7 +14,7 @@ Every verb takes ``--quick`` (a reduced grid, minutes) and ``--out`` (the output
 draws progress bars on stderr. ``pwsm`` and ``ldp-ids`` run the presets of
 :mod:`app.bench.presets` through :func:`app.bench.report.runs.run_all`, the same runs that
 ``dpstream bench results`` reads (so ``--out out/results`` feeds ``results --reuse``); the
-others run their paper's module (:mod:`app.bench.pldp`, :mod:`app.bench.optstream`,
+others run their paper's module (:mod:`app.bench.pldp`, :mod:`app.bench.optstream_cli`,
 :mod:`app.bench.trajectory_figs`), whose options they take as they are.
 
 >>> sorted(PAPERS)
@@ -51,7 +51,7 @@ def grid_figures(paper: str) -> list[str]:
 
 MODULES = {
     "pldp": "app.bench.pldp",
-    "optstream": "app.bench.optstream",
+    "optstream": "app.bench.optstream_cli",
     "wn": "app.bench.trajectory_figs",
 }
 """The papers whose verb takes its module's own options (the module is heavy: numpy, scipy,

@@ -26,7 +26,7 @@ def test_the_grid_papers_have_a_verb(argv: list[str]):
     ("argv", "module"),
     [
         (["bench", "pldp", "--quick", "--datasets", "sin"], "app.bench.pldp"),
-        (["bench", "optstream", "--figure", "4", "--trials", "3"], "app.bench.optstream"),
+        (["bench", "optstream", "--figure", "4", "--trials", "3"], "app.bench.optstream_cli"),
         (["bench", "wn", "--quick", "--figure", "table1"], "app.bench.trajectory_figs"),
     ],
 )
