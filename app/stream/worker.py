@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from app import metrics
+from app.stream import agent_transport
 from app.stream.collect.ingest import IngestService
 from app.stream.collect.reports import ReportService
 from app.stream.config import Settings, StreamConfig
@@ -78,13 +79,12 @@ class BytesTable(MutableMapping[str, bytes]):
 
 def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[Any]]:
     """The Faust app and the services to run with it (``faust.Worker(app, *services)``)."""
-    import faust
 
     topics = topics or load_topics(settings.topic_prefix)
     settings.require_noise_key()
     app_id = settings.topic_prefix + APP_ID
     partitions = topics.spec("partials").partitions
-    app = faust.App(
+    app = agent_transport.app(
         app_id,
         broker=f"kafka://{bootstrap(settings)}",
         broker_credentials=faust_credentials(settings),

@@ -220,6 +220,9 @@ class BatchConsumer(Service):
             rebalance_timeout_ms=timeout_ms,
             heartbeat_interval_ms=max(500, timeout_ms // 6),
             max_poll_interval_ms=max(timeout_ms, 60_000),
+            # An empty fetch answers within a tick (aiokafka waits 500 ms by default, and a
+            # partition's progress is the time of its last fetch at the end).
+            fetch_max_wait_ms=int(self.tick_s * 1000),
             **self.consumer_options,
             **kw,
         )
