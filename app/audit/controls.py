@@ -44,7 +44,7 @@ from app.audit.features import Runs
 from app.audit.noise import service_noise
 from app.audit.pairs import boundary_level, central_pair, local_pair, period_pair
 from app.audit.runners import Case, CentralAdapter, LocalAdapter, PeriodAdapter, Settings
-from app.client.device import Device, Enrollment, Report
+from app.client.device import Device, Enrollment
 from app.dp.budget import SlotLedger, WindowLedger
 from app.dp.central.ba import BA
 from app.dp.central.base import Outcome
@@ -53,7 +53,6 @@ from app.dp.local.base import Ask
 from app.dp.local.lpu import LPU
 from app.dp.local.population import Population
 from app.dp.noise import perturb
-from app.dp.oracles import make
 from app.dp.period.optstream import OptStream
 from app.dp.types import Group, IntArray, Status
 
@@ -205,21 +204,8 @@ class UniformUnderNoised(Uniform):
 class SharpDevice(Device):
     """A client that records the requested ``eps`` but perturbs its report at ``1.5 eps``."""
 
-    def respond(self, request: Any, value: int, rng: np.random.Generator, when: Any) -> Any:
-        eps = self.admit(request, value, when)
-        if eps is None:
-            return None
-        oracle = make(request.oracle[self.group], request.d, 1.5 * eps)  # the bug
-        payload = oracle.payloads(oracle.perturb(np.array([int(value)]), rng))[0]
-        return Report(
-            request.mechanism,
-            request.slot,
-            request.round,
-            self.enrollment.user,
-            self.group,
-            oracle.name,
-            payload,
-        )
+    def _report(self, request: Any, value: int, rng: np.random.Generator, eps: float) -> Any:
+        return super()._report(request, value, rng, 1.5 * eps)  # the bug
 
 
 class OptStreamDoubled(OptStream):

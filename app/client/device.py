@@ -157,6 +157,12 @@ class Device:
         eps = self.admit(request, value, when)
         if eps is None:
             return None
+        return self._report(request, value, rng, eps)
+
+    def _report(
+        self, request: CollectionRequest, value: int, rng: np.random.Generator, eps: float
+    ) -> Report:
+        """Step 4: ``value`` perturbed at ``eps`` by the request's oracle for this group."""
         oracle = make(request.oracle[self.group], request.d, eps)
         payload = oracle.payloads(oracle.perturb(np.array([int(value)]), rng))[0]
         return Report(
