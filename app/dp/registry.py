@@ -32,14 +32,15 @@ from app.dp.local import (
     PLPDPlus,
 )
 from app.dp.mechanism import Mechanism
-from app.dp.period import DFT, HierOptStream, OptStream, PeGaSus
+from app.dp.period import DFT, HierOptStream, OptStream, PeGaSus, RegionalHierOptStream
 from app.dp.wn import STBD, STR, RescueDP
 
 _REGISTRY: dict[str, type[Mechanism]] = {
     cls.name: cls
     for cls in (Uniform, Sample, BD, BA, PBD, PBA, LBU, LSP, LPU, LBD, LBA, LPD, LPA, PLBU)
     + (STBD, STR, RescueDP)  # (w,n) mechanisms over a graph (app.dp.wn)
-    + (OptStream, HierOptStream, DFT, PeGaSus)  # period mechanisms (app.dp.period)
+    # period mechanisms (app.dp.period)
+    + (OptStream, HierOptStream, RegionalHierOptStream, DFT, PeGaSus)
     + (PLPD, PLPA, PLPDPlus, PLPAPlus, PLBDRP, PLBARP, PLBDOPS, PLBAOPS)  # PLDP-IDS
 }
 

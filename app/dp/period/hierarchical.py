@@ -99,7 +99,9 @@ class HierOptStream(OptStream):
     * Two levels, ``h = 2`` (spec §1.4 resolution, item 12); every node weighted ``1 / m_i``
       (spec §2.9 resolution).
     * The leaves are one joint release (one sample set, shared scales), not parallel
-      composition over regions: a user may move between categories from slot to slot.
+      composition over regions: a user may move between categories from slot to slot. The
+      paper samples each region on its own:
+      :class:`~app.dp.period.hierarchical_regions.RegionalHierOptStream` (``optstream_hr``).
 
     Examples
     --------

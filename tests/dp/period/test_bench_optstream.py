@@ -47,11 +47,17 @@ def test_tiny_hierarchy_is_consistent_and_recorded():
         "OptStream_ES",
         "OptStream_LS",
         "OptStream_h",
+        "OptStream_h per-region",
+        "OptStream_h per-region (parallel, one region per user)",
         "OptStream_h (paper Δ, not private)",
     }
     assert sorted((r["region"], r["mechanism"]) for r in rows) == sorted(
         (region, m) for region in ("national", "regional") for m in mechanisms
     ), "one row per level and mechanism; the paper's calibration labelled not private"
+    per_region = bench.HIERS["OptStream_h per-region"]
+    assert per_region == ("optstream_hr", {**bench.OPT, "region_split": "sequential"})
+    national = {r["mechanism"]: r["error"] for r in rows if r["region"] == "national"}
+    assert national["OptStream_h per-region"] > 0
 
 
 def test_tiny_theorem_11_table():
