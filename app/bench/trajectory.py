@@ -38,6 +38,9 @@ from app.dp.registry import create
 from app.dp.types import Group
 
 MECHANISMS = ("bd", "stbd", "str", "rescuedp")
+CONTRASTS: dict[str, tuple[str, ...]] = {"n": ("wn_uniform",)}
+"""Extra mechanisms per sweep axis: the n sweep's publish-every-timestamp contrast (Uniform
+on the (w,n) ledger, spec T4; Fig. 10's text)."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,7 @@ def run_one(
     """Replay the whole stream through one registered mechanism; (MAE, MRE)."""
     d = data.graph.nodes
     params: dict[str, object] = {"d": d, "groups": [Group(w, eps)], "sensitivity": cap}
-    if name in ("stbd", "str"):
+    if name in ("stbd", "str", "wn_uniform"):
         params.update(n=n, edges=data.graph.edges())
     if name == "stbd":
         params["page_groups"] = data.page_groups
@@ -154,12 +157,13 @@ def sweep(
     base: dict[str, float],
     cap: int,
     seeds: int,
+    mechanisms: Sequence[str] = MECHANISMS,
 ) -> list[dict[str, float | str]]:
     """Mean MAE/MRE over seeds for every mechanism and value of ``axis`` (eps, w or n)."""
     rows: list[dict[str, float | str]] = []
     for v in values:
         p = {**base, axis: v}
-        for name in MECHANISMS:
+        for name in mechanisms:
             res = np.array(
                 [
                     run_one(name, data, p["eps"], int(p["w"]), int(p["n"]), cap, s)

@@ -1,5 +1,7 @@
 """The (w,n) paper's Figs. 8-10 as presets on the stand-in data: eps, w and n sweeps of BD,
-STBD, STR and RescueDP (MAE and MRE of Eq. 19, the MRE floor 0.1% of a slot's true total).
+STBD, STR and RescueDP (MAE and MRE of Eq. 19, the MRE floor 0.1% of a slot's true total);
+the n sweep (fig10) adds the publish-every-timestamp contrast ``wn_uniform`` (Uniform on the
+(w,n) ledger, spec T4).
 
 ``dpstream bench wn [--quick] [--figure F] [--data msnbc,tdrive,diginetica] [--out DIR]``
 writes ``trajectory.csv`` (one row per dataset, sweep point and mechanism, with the seeds and
@@ -22,7 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from app.bench.plots import plot_sweep
-from app.bench.trajectory import MECHANISMS, Trajectories, load, sweep
+from app.bench.trajectory import CONTRASTS, MECHANISMS, Trajectories, load, sweep
 from app.bench.trajectory_data import diginetica, tdrive
 
 DEFAULTS = {"eps": 1.0, "w": 120.0, "n": 6.0}
@@ -72,7 +74,7 @@ def run(
     for fig in tqdm(figures, desc=name, unit="figure"):
         axis, values = PRESETS[fig]
         grid = QUICK[axis] if quick else values
-        for r in sweep(data, axis, grid, DEFAULTS, cap, seeds):
+        for r in sweep(data, axis, grid, DEFAULTS, cap, seeds, figure_mechanisms(axis)):
             params = {**DEFAULTS, axis: r["value"]}
             rows.append(
                 {
@@ -86,6 +88,16 @@ def run(
                 }
             )
     return rows
+
+
+def figure_mechanisms(axis: str) -> tuple[str, ...]:
+    """The mechanisms of a sweep: the paper's four, then the axis's contrasts (the n sweep's
+    publish-every-timestamp Uniform).
+
+    >>> figure_mechanisms("n")
+    ('bd', 'stbd', 'str', 'rescuedp', 'wn_uniform')
+    """
+    return MECHANISMS + CONTRASTS.get(axis, ())
 
 
 def ordering(rows: Sequence[dict[str, Any]], measure: str) -> list[tuple[str, float]]:
@@ -115,7 +127,7 @@ def plots(rows: Sequence[dict[str, Any]], out: Path, name: str) -> list[Path]:
                     title=f"{name}: {measure.upper()} vs {axis} ({fig} of Liu et al. 2021)",
                     footer=f"others at eps=1, w=120, n=6; l={sub[0]['l']}; T={sub[0]['slots']}; "
                     f"seeds {sub[0]['seeds_used']}",
-                    mechanisms=MECHANISMS,
+                    mechanisms=figure_mechanisms(axis),
                 )
             )
     return paths

@@ -54,3 +54,32 @@ def test_every_mechanism_runs_through_the_registry():
     assert len(rows) == 2 * len(trajectory.MECHANISMS)
     assert all(r["mae"] > 0 and r["mre"] > 0 for r in rows)
     assert "| n | bd | stbd | str | rescuedp |" in trajectory.table(rows, "mae")
+
+
+def test_n_sweep_carries_the_publish_every_timestamp_contrast():
+    """Fig. 10's rows hold wn_uniform beside the four; its error does not move with n (its
+    spending is eps / w per page whatever the window), BD's neither."""
+    from app.bench import trajectory_figs
+
+    g = Graph.grid(2, 3)
+    rng = np.random.default_rng(0)
+    data = trajectory.Trajectories(
+        counts=rng.integers(0, 50, (40, 6)),
+        graph=g,
+        page_groups=trajectory.ball_groups(g),
+        process_var=10.0,
+        clipped_share=0.0,
+        slot_users=300,
+    )
+    assert trajectory_figs.figure_mechanisms("eps") == trajectory.MECHANISMS
+    rows = trajectory.sweep(
+        data,
+        "n",
+        [1, 3],
+        {"eps": 1.0, "w": 10, "n": 1},
+        2,
+        1,
+        trajectory_figs.figure_mechanisms("n"),
+    )
+    uniform = [r["mae"] for r in rows if r["mechanism"] == "wn_uniform"]
+    assert len(uniform) == 2 and uniform[0] == uniform[1] > 0
