@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 
 MAX_RECORDS = 20_000
 """Upper bound of one ``getmany`` batch."""
+SIDE_RECORDS = 2_000
+"""Upper bound of one side-input batch (what is decoded and alive at once while a burst of
+side records is read: a worker keeps their effect, never the records)."""
 
 
 class Collecting(Protocol):
@@ -348,7 +351,9 @@ class BatchConsumer(Service):
         while True:
             if until_end and all([await consumer.position(tp) >= ends[tp] for tp in tps]):
                 return  # at the end already: never wait for a fetch that brings nothing
-            batches = await consumer.getmany(timeout_ms=0 if not until_end else 200)
+            batches = await consumer.getmany(
+                timeout_ms=0 if not until_end else 200, max_records=SIDE_RECORDS
+            )
             for records in batches.values():
                 for rec in records:
                     self._apply_side_input(rec)

@@ -125,7 +125,7 @@ class Collector:
         self.domains = {sid: Domain.of(s) for sid, s in self.streams.items()}
         self.partitions_total = partitions_total
         self.partitions: dict[int, PartitionSlots] = {}
-        self.preferences = Preferences()
+        self.preferences = Preferences(lv.name for s in self.streams.values() for lv in s.levels)
         self.watermark: dict[str, float] = {}
         """Per ``clock: event`` stream, the largest event time seen in any partition."""
         self.outcomes: Counter[tuple[str, str]] = Counter()
@@ -150,8 +150,9 @@ class Collector:
         """Forget a partition's open slots and its users' levels: its next owner replays the
         slots from the commit and the levels from the co-partitioned ``preferences``."""
         self.partitions.pop(partition, None)
+        total = self.partitions_total  # not cached: every user with a level would be
         self.preferences.forget(
-            u for u in self.preferences.users if self._partition(u.encode()) == partition
+            u for u in self.preferences.users if partition_for(u.encode(), total) == partition
         )
 
     def owns(self, key: bytes, partition: int) -> bool:
@@ -193,7 +194,9 @@ class Collector:
         worker already closed for the user's partition, nor before ``not_before`` (see
         :mod:`app.stream.collect.ingest`: records a previous owner may not have applied).
         """
-        part = self.partitions.get(self._partition(user.encode()))
+        # Not through the partition cache: a burst of preferences would fill it with users
+        # who send no events (the cache is for the event hot path).
+        part = self.partitions.get(partition_for(user.encode(), self.partitions_total))
         floor = not_before
         if part is not None:
             for sid, closed in part.closed_through.items():

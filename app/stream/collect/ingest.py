@@ -65,6 +65,9 @@ GAP_S = 3.0
 broker is unreachable or this worker was paused; progress waits for the fetches to settle."""
 
 
+SAVE_CHUNK = 2_000
+"""``levels`` records in flight at most while level changes are saved."""
+
 GC_THRESHOLDS = (50_000, 20, 20)
 """The garbage collector's thresholds in a worker (CPython's default: 700, 10, 10)."""
 
@@ -117,7 +120,8 @@ class IngestService(BatchConsumer):
         """Per preferences partition, the next offset to apply."""
         self._saved: dict[int, int] = {}
         """Per preferences partition, the next offset ``levels`` records as applied."""
-        self._unsaved: dict[str, tuple[int, History]] = {}
+        self._unsaved: dict[str, int] = {}
+        """The users whose level changed since the last save, and their partition."""
         self._catch_up: dict[int, tuple[int, float]] = {}
         """Per preferences partition: its end offset and the time it was assigned here."""
 
@@ -142,7 +146,7 @@ class IngestService(BatchConsumer):
         not_before = assigned_at if record.offset < target else -math.inf
         history = self.collector.set_preference(user, level, record.timestamp / 1000, not_before)
         if history is not None:
-            self._unsaved[user] = (p, history)
+            self._unsaved[user] = p  # the history is read back when saved: one copy, packed
 
     # -- the levels topic ---------------------------------------------------------------------
     async def _side_starts(self, new: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -190,12 +194,18 @@ class IngestService(BatchConsumer):
         if not self._unsaved and not marks:
             return True
         assert self._producer is not None
-        topic, send = self.topics.levels, self._producer.send
+        topic, send, prefs = self.topics.levels, self._producer.send, self.collector.preferences
         try:
-            sent = [
-                await send(topic, key=user.encode(), value=pack(h.to_dict()), partition=p)
-                for user, (p, h) in self._unsaved.items()
-            ]
+            sent = []
+            for user, p in self._unsaved.items():
+                history = prefs.history(user)
+                if history is None:
+                    continue  # forgotten since (its partition was revoked)
+                value = pack(history.to_dict())
+                sent.append(await send(topic, key=user.encode(), value=value, partition=p))
+                if len(sent) >= SAVE_CHUNK:  # bounded: each send in flight holds its record
+                    await asyncio.gather(*sent)
+                    sent.clear()
             sent += [
                 await send(
                     topic,

@@ -18,6 +18,15 @@ Changes are kept as a short history per user (:data:`KEEP_CHANGES`), because the
 slot still open depends on every change whose gap reaches it, not only on the latest. A user
 whose older changes were dropped is not counted in slots before the oldest change kept.
 
+Memory: a user's history is one packed ``bytes`` (a flag byte, then :data:`CHANGE_BYTES` per
+change: the time as a float64 and the level as a one-byte code), kept in one dict keyed by the
+user id, about 160 bytes per user with one change where a dict of ``History`` objects took
+~400 (``tests/integration/test_level_memory.py`` measures a worker). Level names are coded in
+the order first seen, the configured ones first; past :data:`MAX_LEVEL_CODES` distinct names
+(junk: a stream offers a few levels) a new name is read as ``None``, which is what a name no
+stream offers means anyway (the default level). :class:`History` is the decoded view the
+``levels`` topic and the ledger store.
+
 Time: a change never takes effect before ``floor``, the first slot the collect stage has not
 closed yet (the caller passes it): a backdated record cannot move a user out of slots already
 released. Brokers that honour the topic's ``message.timestamp.type: LogAppendTime`` stamp the
@@ -26,7 +35,8 @@ records themselves; on others (Tansu) the producer's CreateTime is used.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +44,12 @@ from app.stream.config import StreamConfig
 
 KEEP_CHANGES = 16
 """Changes remembered per user (older ones: the user is not counted before the oldest kept)."""
+_CHANGE = struct.Struct("<dB")
+CHANGE_BYTES = _CHANGE.size
+"""One change packed: its time (float64) and its level's code (one byte)."""
+MAX_LEVEL_CODES = 256
+"""Distinct level names coded (``None`` included); a name past them reads as ``None``."""
+_TRUNCATED, _WHOLE = b"\x01", b"\x00"
 
 
 @dataclass(frozen=True)
@@ -60,35 +76,71 @@ class History:
 
 
 class Preferences:
-    """Every user's level changes; :meth:`group` says where (if anywhere) a slot counts."""
+    """Every user's level changes; :meth:`group` says where (if anywhere) a slot counts.
 
-    def __init__(self) -> None:
-        self.users: dict[str, History] = {}
+    ``names``: the level names to code first (the configured levels' names), so that junk names
+    can never leave a real one without a code.
+    """
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self.users: dict[str, bytes] = {}
+        """Per user, the packed history (see the module docstring)."""
+        self._names: list[str | None] = [None]
+        self._codes: dict[str | None, int] = {None: 0}
+        for name in names:
+            self._code(name)
 
     def __len__(self) -> int:
         return len(self.users)
 
+    def _code(self, level: str | None) -> int:
+        code = self._codes.get(level)
+        if code is None:
+            if len(self._names) >= MAX_LEVEL_CODES:
+                return 0  # junk past the codes: a name no stream offers, the default level
+            code = self._codes[level] = len(self._names)
+            self._names.append(level)
+        return code
+
+    def _pack(self, history: History) -> bytes:
+        head = _TRUNCATED if history.truncated else _WHOLE
+        return head + b"".join(_CHANGE.pack(c.at, self._code(c.level)) for c in history.changes)
+
+    def _unpack(self, packed: bytes) -> History:
+        names = self._names
+        changes = [Change(at, names[code]) for at, code in _CHANGE.iter_unpack(packed[1:])]
+        return History(changes, packed[:1] == _TRUNCATED)
+
+    def history(self, user: str) -> History | None:
+        """``user``'s history (None: the user never chose a level here)."""
+        packed = self.users.get(user)
+        return None if packed is None else self._unpack(packed)
+
+    def histories(self) -> Iterator[tuple[str, History]]:
+        """Every user with a history, and the history."""
+        for user, packed in self.users.items():
+            yield user, self._unpack(packed)
+
     def change(self, user: str, level: str | None, at: float, floor: float) -> History | None:
         """Record one ``preferences`` record: ``user`` moves to ``level`` at ``max(at, floor)``;
         the user's new history, or None if the level did not change."""
-        hist = self.users.get(user)
-        if hist is None:
-            hist = self.users[user] = History([])
+        code = self._code(level)
+        packed = self.users.get(user, _WHOLE)
         when = max(at, floor)
-        last = hist.changes[-1] if hist.changes else None
-        if last is not None and last.level == level:
-            return None  # no change of level
-        if last is not None and when < last.at:
-            when = last.at  # changes apply in the order they were read
-        hist.changes.append(Change(when, level))
-        if len(hist.changes) > KEEP_CHANGES:
-            del hist.changes[0]
-            hist.truncated = True
-        return hist
+        if len(packed) > 1:
+            last_at, last_code = _CHANGE.unpack_from(packed, len(packed) - CHANGE_BYTES)
+            if last_code == code:
+                return None  # no change of level
+            when = max(when, last_at)  # changes apply in the order they were read
+        packed += _CHANGE.pack(when, code)
+        if len(packed) > 1 + KEEP_CHANGES * CHANGE_BYTES:
+            packed = _TRUNCATED + packed[1 + CHANGE_BYTES :]
+        self.users[user] = packed
+        return self._unpack(packed)
 
     def restore(self, user: str, history: History) -> None:
         """Take ``user``'s history as a previous owner applied it (the ``levels`` topic)."""
-        self.users[user] = history
+        self.users[user] = self._pack(history)
 
     def forget(self, users: Iterable[str]) -> None:
         """Drop the histories of ``users`` (their partition moved to another worker)."""
@@ -97,10 +149,10 @@ class Preferences:
 
     def group(self, stream: StreamConfig, user: str, slot: int) -> int | None:
         """The level index ``user``'s value in ``slot`` counts under, or None (not counted)."""
-        hist = self.users.get(user)
-        if hist is None:
+        packed = self.users.get(user)
+        if packed is None:
             return stream.default_level
-        return _group(stream, hist, slot)
+        return _group(stream, self._names, packed, slot)
 
     def special(self, users: Iterable[str]) -> set[str]:
         """The users among ``users`` that have a history (everyone else: default level)."""
@@ -112,15 +164,15 @@ def _index(stream: StreamConfig, level: str | None) -> int:
     return stream.default_level if found is None else found
 
 
-def _group(stream: StreamConfig, hist: History, slot: int) -> int | None:
+def _group(stream: StreamConfig, names: list[str | None], packed: bytes, slot: int) -> int | None:
     clock = stream.slots
     widths = [level.w for level in stream.levels]
-    current: int | None = None if hist.truncated else stream.default_level
-    for change in hist.changes:
-        new = _index(stream, change.level)
+    current: int | None = None if packed[:1] == _TRUNCATED else stream.default_level
+    for at, code in _CHANGE.iter_unpack(packed[1:]):
+        new = _index(stream, names[code])
         if new == current:
             continue
-        effective = clock.slot_of(change.at) + 1
+        effective = clock.slot_of(at) + 1
         if slot < effective:
             return current  # None before the oldest change kept of a truncated history
         gap = max(widths) if current is None else max(widths[current], widths[new])

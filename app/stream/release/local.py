@@ -211,7 +211,8 @@ class LocalDriver:
         (:mod:`app.stream.release.local_levels`).
         The book is recorded with the slot's first write. A failed read only delays changes
         (each takes effect after the slot it is read in), so the slot goes on with the book."""
-        book = LevelBook.from_dict(stream.users, entry.local.levels)
+        names = [level.name for level in stream.levels]
+        book = LevelBook.from_dict(stream.users, entry.local.levels, names)
         if self.preferences is not None:
             try:
                 records = await self.preferences(dict(book.offsets))

@@ -76,9 +76,9 @@ ReadPreferences = Callable[[dict[int, int]], Awaitable[list[PreferenceRecord]]]
 class LevelBook:
     """The level histories of one local stream's users; see the module docstring."""
 
-    def __init__(self, users: int) -> None:
+    def __init__(self, users: int, names: Iterable[str] = ()) -> None:
         self.users = users
-        self.preferences = Preferences()
+        self.preferences = Preferences(names)
         self.offsets: dict[int, int] = {}
         """Per ``preferences`` partition, the next offset to apply."""
 
@@ -123,12 +123,15 @@ class LevelBook:
         """The book as the ledger entry stores it."""
         return {
             "offsets": {str(p): o for p, o in self.offsets.items()},
-            "users": {u: h.to_dict() for u, h in self.preferences.users.items()},
+            "users": {u: h.to_dict() for u, h in self.preferences.histories()},
         }
 
     @classmethod
-    def from_dict(cls, users: int, data: dict[str, Any] | None) -> LevelBook:
-        book = cls(users)
+    def from_dict(
+        cls, users: int, data: dict[str, Any] | None, names: Iterable[str] = ()
+    ) -> LevelBook:
+        """The book a ledger entry stored; ``names``: the stream's level names (coded first)."""
+        book = cls(users, names)
         if data:
             book.offsets = {int(p): int(o) for p, o in data["offsets"].items()}
             for user, hist in data["users"].items():
