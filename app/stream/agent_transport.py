@@ -4,7 +4,7 @@ Faust builds its consumer with ``fetch_max_wait_ms=1500`` written in the driver,
 A broker that answers an empty fetch only at the end of that wait (Tansu does) then delays a
 partial by up to 1.5 s before the release agent sees it, and that is most of a release's
 latency. :func:`app` makes the worker's Faust app with a transport whose consumer waits at
-most :data:`FETCH_WAIT_MS`: the agent then hears partials within a tenth of a second, at the
+most :data:`FETCH_WAIT_MS`: the agent then hears partials within 50 ms, at the
 cost of more (empty) fetch requests while the topic is quiet.
 
 The override touches one private attribute of aiokafka's consumer (``_fetch_max_wait_ms``,
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import faust
 
-FETCH_WAIT_MS = 100
+FETCH_WAIT_MS = 50
 """The longest the release agent's consumer waits for a fetch to bring something."""
 
 

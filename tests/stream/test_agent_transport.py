@@ -11,7 +11,7 @@ async def _nothing(*args: object) -> None:
     return None
 
 
-def test_the_agents_consumer_waits_a_tenth_of_a_second():
+def test_the_agents_consumer_waits_50_ms():
     async def build() -> int:
         app = agent_transport.app(
             "t",
@@ -29,4 +29,4 @@ def test_the_agents_consumer_waits_a_tenth_of_a_second():
         client._closed = True  # never started: nothing to close
         return wait
 
-    assert asyncio.run(build()) == agent_transport.FETCH_WAIT_MS == 100
+    assert asyncio.run(build()) == agent_transport.FETCH_WAIT_MS == 50

@@ -10,6 +10,7 @@ Building the real aiokafka clients (``on_start``) and Kafka's group rebalancing 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 
 import msgpack
@@ -36,6 +37,30 @@ def test_tick_interval_is_a_quarter_of_the_shortest_slot_within_bounds(
     streams = [central_stream(id=f"s{i}", slot_s=s) for i, s in enumerate(slots)]
     svc = IngestService(make_settings(*streams), load_topics(), group_id="g")
     assert svc.tick_s == pytest.approx(expected)
+
+
+def test_the_loop_flushes_at_a_slots_due_time_until_the_input_shows_it(
+    make_settings, central_stream, fake_kafka, levels_log
+):
+    """The consume loop's next flush (besides each tick) is the first due time (end + grace)
+    of a slot not yet closable at a partition's progress: at once while the progress lags the
+    due time by less than a tick, from the wall clock otherwise."""
+    settings = make_settings(central_stream(slot_s=2.0, grace_s=0.5))
+    svc = make_service(settings, fake_kafka)
+    assert svc._next_due(101.0) == math.inf  # nothing assigned, nothing to close
+    assign(svc, 0)
+    svc.collector.mark_caught_up(0)
+    # No progress yet: from the wall clock, slot 50 = [100, 102) is due at 102.5.
+    assert svc._next_due(101.0) == 102.5
+    for fetched in (101.0, 101.6, 102.45):  # healthy fetches, at the end of the partition
+        svc.collector.observe_fetch(0, fetched, True, GAP_S)
+    # At 102.55 the partition has only shown 102.45: slot 50 is still to close, retry now.
+    assert svc._next_due(102.55) == 102.5
+    # Progress past it: the next due time is slot 51's.
+    svc.collector.observe_fetch(0, 102.6, True, GAP_S)
+    assert svc._next_due(102.65) == 104.5
+    # A progress held more than a tick behind (after an outage) leaves it to the tick cadence.
+    assert svc._next_due(106.0) == 106.5
 
 
 def users_of(partition, partitions, n):

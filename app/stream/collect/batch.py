@@ -48,6 +48,11 @@ MAX_RECORDS = 20_000
 SIDE_RECORDS = 2_000
 """Upper bound of one side-input batch (what is decoded and alive at once while a burst of
 side records is read: a worker keeps their effect, never the records)."""
+FLUSH_RETRY_S = 0.02
+"""Shortest time between two flushes that a slot's close, not the tick, asks for."""
+FETCH_WAIT_S = 0.05
+"""Longest wait of the source consumer's fetches (see :meth:`BatchConsumer.on_start`)."""
+"""Shortest time between two flushes that a slot's close, not the tick, asks for."""
 
 
 class Collecting(Protocol):
@@ -158,10 +163,11 @@ class BatchConsumer(Service):
         the policy), observe the fetches, catch up, and flush once per tick."""
         assert self._consumer is not None
         consumer, collector, policy = self._consumer, self.collector, self.policy
-        last_flush = 0.0
+        last_flush, due = 0.0, self._next_due(time.time())
         while not self.should_stop:
+            wait_s = min(self.tick_s, max(FLUSH_RETRY_S, due - time.time()))
             batches = await consumer.getmany(
-                timeout_ms=int(self.tick_s * 1000), max_records=MAX_RECORDS
+                timeout_ms=math.ceil(wait_s * 1000), max_records=MAX_RECORDS
             )
             wall = time.time()
             if self.failed:
@@ -176,9 +182,19 @@ class BatchConsumer(Service):
             await self._observe(wall, batches)
             if not self.consuming:
                 await self._check_caught_up()
-            if wall - last_flush >= self.tick_s:
+            if wall - last_flush >= self.tick_s or (
+                wall >= due and wall - last_flush >= FLUSH_RETRY_S
+            ):
                 last_flush = wall
                 await self._flush(wall)
+                due = self._next_due(wall)
+
+    def _next_due(self, now: float) -> float:
+        """When the loop should flush next, besides once per tick: the moment something may
+        close (a slot's end plus grace), so a release does not wait up to a tick for it; while
+        that moment has passed but the input has not yet shown it (progress lags by a fetch),
+        every :data:`FLUSH_RETRY_S`. Never by default."""
+        return math.inf
 
     async def _before_batch(self, batches: Mapping[TopicPartition, list[Any]]) -> None:
         """What to read before a batch is taken (nothing by default)."""
@@ -223,9 +239,10 @@ class BatchConsumer(Service):
             rebalance_timeout_ms=timeout_ms,
             heartbeat_interval_ms=max(500, timeout_ms // 6),
             max_poll_interval_ms=max(timeout_ms, 60_000),
-            # An empty fetch answers within a tick (aiokafka waits 500 ms by default, and a
-            # partition's progress is the time of its last fetch at the end).
-            fetch_max_wait_ms=int(self.tick_s * 1000),
+            # A broker may hold an empty fetch for its whole wait even when records arrive
+            # meanwhile (Tansu does), and a partition's progress is the time of its last
+            # fetch: a caught-up consumer hears new records only this often.
+            fetch_max_wait_ms=int(min(self.tick_s, FETCH_WAIT_S) * 1000),
             **self.consumer_options,
             **kw,
         )

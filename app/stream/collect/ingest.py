@@ -252,6 +252,22 @@ class IngestService(BatchConsumer):
         self._newest = {p: part.max_ts for p, part in collector.partitions.items()}
         await super()._observe(wall, batches)
 
+    def _next_due(self, now: float) -> float:
+        """The earliest due time of a wall-clock stream's next slot, from each caught-up
+        partition's progress (an event-clock stream closes as its watermark moves, which only a
+        batch can do). A progress that lags ``now`` by more than a tick (held after an outage,
+        or an idle partition between fetches) counts as ``now``: the tick cadence covers it."""
+        collector, dues = self.collector, [math.inf]
+        for stream in self.settings.streams:
+            if stream.clock != "wall":
+                continue
+            clock = stream.slots
+            for p, part in collector.partitions.items():
+                progress = collector.progress(stream, p) if part.caught_up else None
+                base = now if progress is None or progress < now - self.tick_s else progress
+                dues.append(clock.due(clock.last_closable(base) + 1))
+        return min(dues)
+
     @Service.timer(0.5)
     async def _watch_connection(self) -> None:
         """``connected``: a fetch response came within :data:`GAP_S` for some partition.
