@@ -23,7 +23,7 @@ noise; clamping at zero and rounding are free post-processing, left to the calle
 ...     "spent_by_group": {"strict": 0.1}, "version": 1})
 >>> r = decode_release(raw)
 >>> r.stream, r.slot, r.histogram, r.schema, r.start_utc
-('clicks', 7, (3.5, -1.0), 1, '1970-01-01 00:07:00Z')
+('clicks', 7, (3.5, -1.0), 1, '1970-01-01T00:07:00Z')
 >>> dedup = Deduplicator()
 >>> dedup.admit(r, raw), dedup.admit(decode_release(raw), raw), dedup.duplicates
 (True, False, 1)
@@ -41,11 +41,12 @@ import math
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
 import msgpack
+
+from app.utc import utc
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +75,6 @@ class NewerSchemaError(ValueError):
     """A ``releases`` record written in a layout newer than :data:`SCHEMA`."""
 
 
-def _utc(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
 @dataclass(frozen=True)
 class SlotRelease:
     """One released slot of one stream, as published (all fields public)."""
@@ -100,12 +97,12 @@ class SlotRelease:
     @property
     def start_utc(self) -> str:
         """Slot start as ``YYYY-MM-DD HH:MM:SSZ``."""
-        return _utc(self.start)
+        return utc(self.start)
 
     @property
     def end_utc(self) -> str:
         """Slot end (exclusive) as ``YYYY-MM-DD HH:MM:SSZ``."""
-        return _utc(self.end)
+        return utc(self.end)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready map: the record's fields plus the slot's times in UTC."""

@@ -29,12 +29,11 @@ def _simulate_devices(args: argparse.Namespace) -> int:
     from app.stream.kafka import confluent_config, probe, probe_timeout_s
     from app.stream.topics import load_topics
     from app.tools.simulator import Stats, ValueSource, run_devices
+    from app.utc import UTCFormatter
 
-    logging.basicConfig(
-        level=args.log_level,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(UTCFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logging.basicConfig(level=args.log_level, handlers=[handler])
     try:
         settings = load_settings(config=args.config)
         if args.stream not in [s.id for s in settings.streams]:

@@ -35,6 +35,7 @@ from app.stream.kafka import confluent_config, probe, probe_timeout_s
 from app.stream.ops.status import DEMO_TRUTH_ENV
 from app.stream.topics import Topics, create_topics, load_topics
 from app.tools.produce import Truth, synthetic_events
+from app.utc import utc_time
 
 LOCAL_STREAMS = Path(__file__).parents[1] / "stream" / "local_streams.yaml"
 """The streams file of ``dpstream demo --mode local``."""
@@ -201,7 +202,7 @@ def format_release(
     eps; with ``truth`` (the slot's exact synthetic counts), a second line of them under the
     histogram, and the mean absolute error of the release."""
     stream = settings.stream(rel["stream"])
-    when = time.strftime("%H:%M:%SZ", time.gmtime(rel["start"]))
+    when = utc_time(rel["start"])
     digits = 3 if stream.local else (0 if post == "clamp" else 1)  # frequencies or counts
     values = rel["histogram"] if post == "none" else post_process(rel["histogram"], stream.local)
     cells = [f"{lab}={x:.{digits}f}" for lab, x in zip(stream.labels, values, strict=True)]

@@ -46,7 +46,7 @@ def format_line(release: SlotRelease, labels: tuple[str, ...] | None = None) -> 
     >>> r = SlotRelease("web", 29, 1740.0, 1800.0, (3.25, -1.0), False, "pba",
     ...                 {"strict": 0.0}, 1, 1)
     >>> print(format_line(r, ("news", "sports")))
-    web slot 29 1970-01-01 00:29:00Z..00:30:00Z repeat pba | news=3.2 sports=-1.0 | spent strict=0
+    web slot 29 1970-01-01T00:29:00Z..00:30:00Z repeat pba | news=3.2 sports=-1.0 | spent strict=0
     """
     names = labels if labels and len(labels) == len(release.histogram) else None
     hist = " ".join(f"{names[i] if names else i}={x:.1f}" for i, x in enumerate(release.histogram))

@@ -97,7 +97,7 @@ def test_real_records_decode_and_the_crash_copy_is_dropped(tmp_path):
     assert dedup.duplicates == len(sent) - 4 >= 1
     assert dedup.conflicts == 0
     assert all(r.schema == SCHEMA and len(r.histogram) == 2 for r in kept)
-    assert kept[0].start_utc == "1970-01-01 00:00:09Z"
+    assert kept[0].start_utc == "1970-01-01T00:00:09Z"
 
 
 def test_a_differing_copy_is_a_conflict_not_a_duplicate():

@@ -91,14 +91,14 @@ def test_tail_dedups_labels_and_checks_the_schema(broker, kafka, tmp_path):
     assert [r["slot"] for r in rows] == [1, 2, 3]
     assert rows[0]["labels"] == ["news", "sport", "video"]
     assert rows[0]["histogram"] == [10.5, -2.0, 3.25]
-    assert rows[0]["start_utc"] == "1970-01-01 00:01:00Z"
+    assert rows[0]["start_utc"] == "1970-01-01T00:01:00Z"
     assert "dropped 1 byte-identical duplicates" in out.stderr
 
     out = _tail(broker.bootstrap, prefix, config, "--from-beginning", "--wide")
     lines = out.stdout.splitlines()
     assert out.returncode == 0 and len(lines) == 3, out.stderr
     assert lines[0] == (
-        "web slot 1 1970-01-01 00:01:00Z..00:02:00Z fresh  pba | news=10.5 sport=-2.0 "
+        "web slot 1 1970-01-01T00:01:00Z..00:02:00Z fresh  pba | news=10.5 sport=-2.0 "
         "video=3.2 | spent strict=0.1 relaxed=0.2"
     )
 

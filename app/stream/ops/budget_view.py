@@ -1,8 +1,10 @@
 """The budget view of one stream as plain JSON: ``ledger show --json`` and ``GET /budget``.
 
 For each level: the ``(w, eps)`` of the ledger that accounts for it (its own for personalized
-mechanisms, the strictest pair for the others), what it spent in the window of ``w`` slots
-ending at the last released slot (exact fraction and float), that as a fraction of ``eps``,
+mechanisms, the strictest pair for the others), the most any one user of the level spent in
+the window of ``w`` slots ending at the last released slot (``window_spent``, exact fraction
+and float: the figure ``eps`` bounds, as ``window_spent_means`` says), that as a fraction of
+``eps``,
 and the window's clock times in UTC. The budget of the window's oldest slot is free again
 once the next slot is released. Budgets are public (they depend on the configuration and the
 mechanism's released decisions), so this view may leave the service.
@@ -22,16 +24,15 @@ mechanism's released decisions), so this view may leave the service.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from app.dp.types import WindowSpend
 from app.stream.config import StreamConfig
+from app.utc import utc
 
-
-def utc(ts: float) -> str:
-    """Unix seconds as ISO 8601 UTC, to the second: ``2026-11-23T12:01:00Z``."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+WINDOW_SPENT_MEANS = "max per-user spend in the w-window ending at the last slot"
+"""What a level's ``window_spent`` is (the figure its ``eps`` bounds); in local mode two rounds
+of a slot may ask disjoint cohorts, so a slot's total ``spent`` can be larger."""
 
 
 def budget_json(
@@ -61,6 +62,7 @@ def budget_json(
         "weaker_guarantee": stream.weaker_guarantee,
         "slot_s": stream.slot_s,
         "last_slot": last_slot,
+        "window_spent_means": WINDOW_SPENT_MEANS,
         "levels": levels,
     }
     if last_slot is not None:

@@ -18,11 +18,12 @@ from app.dp.local.wire import CollectionRequest, mask_users
 from app.dp.mechanism import Mechanism
 from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config
-from app.stream.ops.budget_view import budget_json, utc
+from app.stream.ops.budget_view import budget_json
 from app.stream.records import unpack
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import continued
 from app.stream.topics import load_topics
+from app.utc import utc
 
 
 def read_ledger(settings: Settings, stream_id: str, timeout_s: float = 10.0) -> LedgerEntry | None:

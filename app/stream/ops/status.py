@@ -9,7 +9,8 @@ window budget per level. A stream shows from its first report by this worker pro
 figures as ``dpstream ledger show --json``). ``GET /`` is one self-contained HTML page (inline
 SVG and CSS, no script, nothing fetched; it reloads itself every 5 s): per stream, the last
 slots' released histograms as a bar chart (fresh releases in blue, repeated ones in grey), how
-many were fresh or repeated, and the window budget per level as bars; then per stream the slots
+many were fresh or repeated, and per level the most any one user spent in the window of ``w``
+slots ending at the last slot (the figure ``eps`` bounds) as bars; then per stream the slots
 that lost values as late and the release lag, the consumer lag per topic and the dead letters
 by reason, read from the worker's own metrics.
 
@@ -35,8 +36,9 @@ from aiohttp import web
 from app.dp.types import Release, WindowSpend
 from app.metrics import REGISTRY
 from app.stream.config import StreamConfig
-from app.stream.ops.budget_view import budget_json, utc
+from app.stream.ops.budget_view import budget_json
 from app.stream.records import unpack
+from app.utc import utc, utc_time
 
 RING = 12
 """Releases kept per stream for the page."""
@@ -176,13 +178,15 @@ def _stream_section(
             else []
         ),
         _chart(config, releases),
-        "<table><tr><th>level</th><th>w</th><th>eps</th><th>window budget spent</th>"
-        "<th></th><th>window (UTC)</th></tr>",
+        "<table><tr><th>level</th><th>w</th><th>eps</th>"
+        f"<th colspan='2'>{e(WINDOW_LABEL)}</th><th>window (UTC)</th></tr>",
     ]
     view = budget_json(config, window, last_slot)
+    cohorts = _asks_cohorts(config)
     for row in view["levels"]:
         frac = max(0.0, min(1.0, row["fraction"]))
-        color = BUDGET_HIGH_COLOR if frac >= BUDGET_HIGH else BUDGET_COLOR
+        high = frac >= BUDGET_HIGH and not cohorts  # cohorts: at the bound by design
+        color = BUDGET_HIGH_COLOR if high or row["fraction"] > 1 else BUDGET_COLOR
         bar = (
             f"<svg width='160' height='14' role='img'><rect width='160' height='14' "
             f"fill='#eeeeee'/><rect width='{160 * frac:.1f}' height='14' fill='{color}'/></svg>"
@@ -194,11 +198,44 @@ def _stream_section(
         )
         out.append(
             f"<tr><td>{e(row['level'])}</td><td>{row['w']}</td><td>{row['eps']:g}</td>"
-            f"<td>{bar}</td><td>{row['window_spent']:.4g} ({row['fraction']:.0%})</td>"
-            f"<td>{span}</td></tr>"
+            f"<td>{bar}</td><td>{row['window_spent']:.4g} of eps {row['eps']:g} "
+            f"({row['fraction']:.0%})</td><td>{span}</td></tr>"
         )
     out.append("</table>")
+    note = (
+        "The bar is the figure <b>eps</b> bounds: the most any one user of the level spent in "
+        "the w slots ending at the last released slot, as a fraction of eps."
+    )
+    if cohorts:
+        note += (
+            " Each round asks a cohort of users not asked within w slots; an asked user "
+            "spends its whole eps (or an OPS share of it), so the bar reaches eps as soon as "
+            "anybody was asked: that is the mechanism working, not the budget running out."
+        )
+    elif config.local:
+        note += " Every user reports in every round, each with a share of eps."
+    else:
+        note += " Every user of the level spends what the release spent."
+    out.append(f"<p class='note'>{note}</p>")
     return out
+
+
+WINDOW_LABEL = "max per-user spend in the last w slots"
+"""The status page's name for a level's :class:`~app.dp.types.WindowSpend` (the figure ``eps``
+bounds, :data:`app.dp.budget.PEAK_LABEL`, in the window ending at the last slot)."""
+
+
+def _asks_cohorts(config: StreamConfig) -> bool:
+    """A local stream whose rounds ask cohorts that spend their whole eps (population
+    division); False for an unknown mechanism."""
+    if not config.local:
+        return False
+    from app.dp.errors import DPError
+
+    try:
+        return bool(config.build_local().population_division)
+    except DPError:
+        return False
 
 
 DEMO_TRUTH_ENV = "DPSTREAM_DEMO_TRUTH_FILE"
@@ -262,7 +299,7 @@ def _chart(config: StreamConfig, releases: list[dict[str, Any]]) -> str:
                 f"y1='{y(t):.1f}' y2='{y(t):.1f}' stroke='{TRUTH_COLOR}' stroke-width='2'>"
                 f"<title>slot {rel['slot']} truth = {t:g}</title></line>"
             )
-        stamp = time.strftime("%H:%M:%S", time.gmtime(float(rel["start"])))
+        stamp = utc_time(float(rel["start"]))
         out.append(f"<text x='{x0:.1f}' y='{height - bottom + 14}' font-size='10'>{stamp}</text>")
     out += [
         f"<line x1='{left}' x2='{width}' y1='{y(0.0):.1f}' y2='{y(0.0):.1f}' stroke='#333'/>",
