@@ -295,6 +295,7 @@ def _replay_local(args: argparse.Namespace, cls: Any) -> tuple[Any, Any]:
     """Devices and service offline (:func:`app.bench.simulate.run_local`); frequencies x N."""
     import numpy as np
 
+    from app.bench import replay
     from app.bench.simulate import run_local
     from app.bench.synthetic import values
     from app.dp.types import Group
@@ -304,22 +305,26 @@ def _replay_local(args: argparse.Namespace, cls: Any) -> tuple[Any, Any]:
     data = values(args.stream, args.slots, n, rng)
     if _takes_groups(cls):
         groups = [Group(w, eps) for w, eps in REPLAY_GROUPS]
-        params: dict[str, Any] = {"groups": groups, "users": [n // 2, n - n // 2]}
+        sizes = [n // 2, n - n // 2]
+        params: dict[str, Any] = {"groups": groups, "users": sizes}
         what = f"groups {groups}, users {params['users']}"
     else:
         w = max(w for w, _ in REPLAY_GROUPS)
         eps = min(e for _, e in REPLAY_GROUPS)
+        groups, sizes = [Group(w, eps)], [n]
         params = {"eps": eps, "w": w, "users": n}
         what = f"w={w}, eps={eps:g}"
-    run = run_local(data, 2, args.mechanism, params, rng, keep="counts")
+    run = run_local(data, 2, args.mechanism, params, rng, keep="users")
     print(f"{args.mechanism} (local, simulated devices): stream {args.stream}, {n} users, {what}")
+    print(
+        "window max = per group, the most one user spent in the w slots ending at the slot "
+        "(what eps bounds; a slot's rounds may ask disjoint cohorts)"
+    )
     true = np.stack([(data == 0).sum(axis=1), (data == 1).sum(axis=1)], axis=1)
     released = run.histograms() * n  # frequencies -> counts
-    for r, c, est in zip(run.releases, true, released, strict=True):
-        hist = " ".join(f"{x:9.1f}" for x in est)
-        truth = " ".join(f"{x:6d}" for x in c)
-        spent = " ".join(f"{x:.4f}" for x in r.spent)
-        print(f"slot {r.slot:3d} {r.status:9s} released [{hist}] true [{truth}] spent [{spent}]")
+    lines, peaks = replay.local_lines(run, groups, sizes, released, true)
+    print("\n".join(lines))
+    print(replay.peak_line(peaks, [f"group {g}" for g in range(len(groups))]))
     return released, true
 
 

@@ -5,16 +5,27 @@ requirement assignment gives ``user_group[i]`` in ``0..m-1``. A central mechanis
 takes, per slot, the ``(m, d)`` matrix of users of each group in each cell (spec seed-000
 §2.12). :func:`group_counts` builds all of them at once with one ``numpy.bincount`` per block of
 slots, never looping over users.
+
+``dpstream replay`` of a local mechanism prints its slots with :func:`local_lines`: next to each
+release, the largest spend of any one user in the window of ``w`` slots ending there, and at the
+end the largest over every window (:func:`peak_line`). That is the figure ``eps`` bounds; a
+slot's rounds together may spend more (``2 eps`` under population division), since they ask
+disjoint cohorts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["group_counts", "group_sizes"]
+from app.bench.simulate import LocalRun
+from app.dp.budget import PEAK_LABEL, WindowPeak
+from app.dp.types import Group
+
+__all__ = ["group_counts", "group_sizes", "local_lines", "peak_line"]
 
 _BLOCK_CELLS = 1 << 22  # about 4M (slot, user) pairs per bincount: bounds temporary memory
 
@@ -74,3 +85,62 @@ def group_sizes(user_group: npt.ArrayLike, m: int) -> npt.NDArray[np.int64]:
     [1, 2, 1, 0]
     """
     return np.bincount(np.asarray(user_group, dtype=np.int64), minlength=m).astype(np.int64)
+
+
+def local_lines(
+    run: LocalRun,
+    groups: Sequence[Group],
+    sizes: Sequence[int],
+    released: npt.ArrayLike,
+    true: npt.ArrayLike,
+) -> tuple[list[str], list[WindowPeak]]:
+    """One line per slot of a local replay (``run`` kept ``users``), and each group's
+    :class:`~app.dp.budget.WindowPeak` over the reports actually sent.
+
+    ``groups`` are the mechanism's requirement groups and ``sizes`` their users, in contiguous
+    index blocks (user ``i`` is in the group whose block holds ``i``); ``released`` and
+    ``true`` are the per-slot counts. A line ends with ``window max``: per group, the most one
+    user spent in the ``w`` slots ending at that slot.
+
+    >>> from app.bench.simulate import run_local
+    >>> values = np.zeros((4, 40), dtype=np.int64)
+    >>> run = run_local(values, 2, "lpu", {"eps": 1.0, "w": 2, "users": 40},
+    ...                 np.random.default_rng(0))
+    >>> lines, peaks = local_lines(run, [Group(2, 1.0)], [40], run.histograms() * 40,
+    ...                            [[40, 0]] * 4)
+    >>> lines[0].split("|")[-1].strip(), peak_line(peaks, ["all"])
+    ('window max [1.0000]', 'max per-user spend in any w-window: all 1 of eps 1 (w=2)')
+    """
+    group_of = np.repeat(np.arange(len(sizes)), np.asarray(sizes, dtype=np.int64))
+    peaks = [WindowPeak(g) for g in groups]
+    by_slot: dict[int, list[Any]] = {}
+    for s in run.sent:
+        by_slot.setdefault(s.slot, []).append(s)
+    lines = []
+    pairs = zip(run.releases, np.asarray(true), np.asarray(released), strict=True)
+    for r, c, est in pairs:
+        for s in by_slot.get(r.slot, []):
+            if s.users is None:
+                raise ValueError("the run must keep users (run_local(..., keep='users'))")
+            for g, peak in enumerate(peaks):
+                mine = s.users[group_of[s.users] == g]
+                if mine.size and s.units[g] > 0:
+                    peak.record(s.slot, mine.tolist(), int(s.units[g]))
+        hist = " ".join(f"{x:9.1f}" for x in est)
+        truth = " ".join(f"{int(x):6d}" for x in c)
+        window = " ".join(f"{float(p.eps(p.window(r.slot))):.4f}" for p in peaks)
+        lines.append(
+            f"slot {r.slot:3d} {r.status:9s} released [{hist}] true [{truth}] | "
+            f"window max [{window}]"
+        )
+    return lines, peaks
+
+
+def peak_line(peaks: Sequence[WindowPeak], names: Sequence[str]) -> str:
+    """``max per-user spend in any w-window: NAME X of eps EPS (w=W), ...``: the figure each
+    group's ``eps`` bounds, over the whole run."""
+    parts = []
+    for name, p in zip(names, peaks, strict=True):
+        g = p.budget.group
+        parts.append(f"{name} {float(p.eps(p.peak)):.4g} of eps {g.eps:g} (w={g.w})")
+    return f"{PEAK_LABEL}: {', '.join(parts)}"

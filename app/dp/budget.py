@@ -16,7 +16,7 @@ releases (``Release.spent``) against ``eps``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -250,3 +250,70 @@ class SlotLedger:
 
     def load_state(self, state: dict[str, Any]) -> None:
         self._spent = {int(s): int(u) for s, u in state["spent"]}
+
+
+PEAK_LABEL = "max per-user spend in any w-window"
+"""How every output names :attr:`WindowPeak.peak`: the figure a level's ``eps`` bounds."""
+
+
+class WindowPeak:
+    """The largest spend of any one user in any window of ``w`` consecutive slots.
+
+    This is the figure a w-event guarantee's ``eps`` bounds (per user, per window), as opposed
+    to what a slot's rounds spent together: under population division two rounds of one slot
+    ask disjoint cohorts, so a slot may spend ``2 eps`` in total while no user spends more than
+    ``eps`` in any window. Feed it every report in slot order (:meth:`record`: the slot, the
+    users who reported, the units each spent, in :class:`GroupBudget` units of the level's
+    ``(w, eps)``); :attr:`peak` is the largest window sum of any user so far and
+    :meth:`window` that of the window ending at a slot. Memory: the reports of the last ``w``
+    slots.
+
+    A user's window sums only grow at its reports, so the largest sum over all windows is
+    reached at a window ending at one of them: checking each user's window as it reports
+    finds the peak exactly.
+
+    >>> peak = WindowPeak(Group(3, 0.6))
+    >>> third = peak.budget.total // 3
+    >>> peak.record(1, [0, 1], third)
+    >>> peak.record(1, [2], third)        # another cohort in the same slot
+    >>> peak.record(3, [0], third)
+    >>> peak.record(4, [0, 2], third)     # user 0: slots 3 and 4; slot 1 left its window
+    >>> peak.eps(peak.peak), peak.eps(peak.window(4)), peak.eps(peak.window(7))
+    (Fraction(2, 5), Fraction(2, 5), Fraction(0, 1))
+    """
+
+    def __init__(self, group: Group) -> None:
+        self.budget = GroupBudget(group)
+        self.peak = 0
+        """The largest units any user spent in any window of ``w`` slots so far."""
+        self._recent: deque[tuple[int, dict[int, int]]] = deque()
+
+    def record(self, slot: int, users: Iterable[int], units: int) -> None:
+        """Each of ``users`` spent ``units`` at ``slot`` (slots never go back)."""
+        if self._recent and slot < self._recent[-1][0]:
+            raise ValueError(f"slot must not go back, got {slot} after {self._recent[-1][0]}")
+        first = slot - self.budget.group.w + 1
+        while self._recent and self._recent[0][0] < first:
+            self._recent.popleft()
+        if not self._recent or self._recent[-1][0] != slot:
+            self._recent.append((slot, {}))
+        spent = self._recent[-1][1]
+        for user in users:
+            spent[int(user)] = spent.get(int(user), 0) + units
+            total = sum(s.get(int(user), 0) for t, s in self._recent if t >= first)
+            self.peak = max(self.peak, total)
+
+    def window(self, slot: int) -> int:
+        """The largest units any user spent in the ``w`` slots ending at ``slot`` (a slot at
+        or after the last one recorded: older slots are forgotten)."""
+        first = slot - self.budget.group.w + 1
+        totals: dict[int, int] = {}
+        for t, spent in self._recent:
+            if first <= t <= slot:
+                for user, units in spent.items():
+                    totals[user] = totals.get(user, 0) + units
+        return max(totals.values(), default=0)
+
+    def eps(self, units: int) -> Fraction:
+        """``units`` of this level in eps, exactly."""
+        return self.budget.to_fraction(units)

@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from app.dp import validate
-from app.dp.budget import WindowLedger, exact
+from app.dp.budget import WindowLedger
 from app.dp.errors import DPError, ParameterError
 from app.dp.interfaces import RoundDriven
 from app.dp.local.population import (
@@ -147,19 +147,29 @@ class LocalMechanism(RoundDriven):
         return {"d": 3, "eps": 1.0, "w": 4, "users": 48}
 
     def window_report(self) -> list[WindowSpend]:
-        """Per group, what one user spent in the window of ``w`` slots ending at the last slot:
-        the ledger's exact sum (budget division: everybody reports every slot), or at most
-        ``eps`` (population division: the population ledger lets a user report once per
-        window)."""
+        """Per group, the most one user spent in the window of ``w`` slots ending at the last
+        slot (the figure ``eps`` bounds): the ledger's exact sum under budget division
+        (everybody reports every slot), else the population ledger's
+        (:meth:`_window_units`: what the users of the buckets asked in the window spent). A
+        round already sent for the open slot counts: its budget was taken when it left."""
         out = []
         for g, budget in enumerate(self.ledger.budgets):
             group = budget.group
             if self.population_division:
-                spent = exact(group.eps) if self.t > 0 else Fraction(0)
+                spent = budget.to_fraction(self._window_units(g))
             else:
                 spent = self.ledger.spent(g)
             out.append(WindowSpend(group.w, group.eps, spent))
         return out
+
+    def _window_units(self, g: int) -> int:
+        """Population division: the most units a user of group ``g`` spent in the window of
+        ``w`` slots ending at the population ledger's slot. A user reports at most once per
+        window, with the whole ``eps`` (:attr:`full`), so this is ``full`` if any bucket
+        reported in the window, else 0."""
+        pop = self.population
+        age = pop.age + max(0, self.t - pop.t)  # the slots since each bucket reported
+        return self.full if bool(((age < pop.w) & (pop.sizes > 0)).any()) else 0
 
     # -- what the service asks ----------------------------------------------------------------
 

@@ -185,6 +185,16 @@ class PLDPMechanism(LocalMechanism):
         w = np.array([g.w for g in self.groups], dtype=np.int64)
         return w, np.array(self.shares, dtype=np.int64)
 
+    def _window_units(self, g: int) -> int:
+        """The most units a user of level ``g`` spent in the window of its own ``w_g`` slots:
+        its bucket's reports in the window (the ledger keeps the last ``max(s)`` of them) times
+        ``eps_g / s_g``, over the buckets that hold users of the level."""
+        pop = self.population
+        last = max(self.t, pop.t)
+        held = pop.level_sizes[g] > 0
+        reports = (pop.history[held] > last - self.groups[g].w).sum(axis=1)
+        return int(reports.max(initial=0)) * self.report_units[g]
+
     def report_budget(self, level: int) -> float:
         """A report at ``level`` spends ``eps_k / s_k`` (the OPS share), or ``eps_k``."""
         return float(self.report_eps[level])
