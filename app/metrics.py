@@ -170,6 +170,15 @@ INTERNAL_REFUSED = Counter(
     ["stream", "reason"],
     registry=REGISTRY,
 )
+COMMITS_LOST = Counter(
+    "dpstream_commits_lost",
+    "Offset commits a consumer abandoned because Kafka refused them (mostly a rebalance: the "
+    "group moved on, the generation is stale). Nothing is lost: the records after the last "
+    "commit are read again and a later commit goes further. A steady rate means commits never "
+    "land and restarts replay more and more.",
+    ["consumer", "reason"],
+    registry=REGISTRY,
+)
 READY = Gauge(
     "dpstream_ready",
     "1 when the worker is ready (consuming, releasing on time, broker reachable), else 0.",

@@ -20,6 +20,7 @@ from app.stream.errors import BrokerUnreachable, ConfigError
 PROBE_TIMEOUT_S = 5.0
 """Default of :func:`probe_timeout_s`: how long a verb waits for the broker before it gives up."""
 
+_LOG = logging.getLogger(__name__)
 _QUIET = logging.getLogger("dpstream.librdkafka.probe")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
@@ -186,3 +187,46 @@ def faust_credentials(settings: Settings) -> Any:
     if ctx is not None:
         return faust.SSLCredentials(ctx)
     return None
+
+
+def commit_lost_to_rebalance(exc: BaseException) -> bool:
+    """Whether ``exc`` is an offset commit that a rebalance made void: the group moved on
+    (``CommitFailedError``, a stale generation or member id, a rebalance in progress) or the
+    partitions were taken away meanwhile (``IllegalStateError``: "No partitions assigned",
+    "Partition ... is not assigned")."""
+    from aiokafka.errors import (
+        CommitFailedError,
+        IllegalGenerationError,
+        IllegalStateError,
+        RebalanceInProgressError,
+        UnknownMemberIdError,
+    )
+
+    lost = (
+        CommitFailedError,
+        IllegalStateError,
+        IllegalGenerationError,
+        RebalanceInProgressError,
+        UnknownMemberIdError,
+    )
+    return isinstance(exc, lost)
+
+
+def abandon_commit(consumer: str, exc: BaseException) -> None:
+    """Log and count an offset commit given up (``dpstream_commits_lost_total``).
+
+    Safe for every consumer of the worker: processing is at least once and the release protocol
+    makes a replayed record harmless, so the records after the last commit that did land are
+    read again (by this consumer once it rejoins, or by the partition's next owner) and a later
+    commit goes further.
+    """
+    from app import metrics
+
+    reason = "rebalance" if commit_lost_to_rebalance(exc) else type(exc).__name__
+    metrics.COMMITS_LOST.labels(consumer, reason).inc()
+    _LOG.warning(
+        "%s: offset commit abandoned (%s: %s); the records since the last commit are read again",
+        consumer,
+        type(exc).__name__,
+        " ".join(str(exc).split())[:160],
+    )

@@ -37,7 +37,12 @@ from app.stream import agent_transport
 from app.stream.collect.ingest import IngestService
 from app.stream.collect.reports import ReportService
 from app.stream.config import Settings, StreamConfig
-from app.stream.kafka import bootstrap, confluent_config, faust_credentials
+from app.stream.kafka import (
+    bootstrap,
+    commit_lost_to_rebalance,
+    confluent_config,
+    faust_credentials,
+)
 from app.stream.ops.health import SATURATED_S, BrokerProbe, LoopWatch
 from app.stream.ops.http import HttpService
 from app.stream.ops.late import LateSlots
@@ -288,27 +293,14 @@ def exit_code(code: object, reason: BaseException | None) -> int:
 
     Faust exits 1 when any service crashed, also when the only crash was an offset commit lost
     to a rebalance (a stop during a rebalance: "No partitions assigned", "Partition ... is not
-    assigned", "group has already rebalanced"). Such a commit costs nothing here: processing is
-    at least once and the release protocol makes a replayed record harmless, so a graceful stop
-    that lost one exits 0, with a warning; any other crash keeps its status.
+    assigned", "group has already rebalanced"). The release agent's and the collect stages'
+    commits give those up without a crash (``dpstream_commits_lost_total``), but Faust's own
+    paths may still meet one. Such a commit costs nothing here: processing is at least once
+    and the release protocol makes a replayed record harmless, so a graceful stop that lost
+    one exits 0, with a warning; any other crash keeps its status.
     """
-    from aiokafka.errors import (
-        CommitFailedError,
-        IllegalGenerationError,
-        IllegalStateError,
-        RebalanceInProgressError,
-        UnknownMemberIdError,
-    )
-
-    lost = (
-        CommitFailedError,
-        IllegalStateError,
-        IllegalGenerationError,
-        RebalanceInProgressError,
-        UnknownMemberIdError,
-    )
     status = code if isinstance(code, int) else (0 if code is None else 1)
-    if status != 0 and isinstance(reason, lost):
+    if status != 0 and reason is not None and commit_lost_to_rebalance(reason):
         log.warning(
             "stopped after an offset commit lost to a rebalance (%r); its records are "
             "read again by the partition's next owner",

@@ -9,7 +9,9 @@ stage is a :class:`mode.Service` started by the Faust worker next to the app.
 * a consumer of the *source* topic in its own consumer group, so Kafka balances the partitions
   across workers; offsets are committed by hand (:meth:`BatchConsumer._commit`) only once every
   send before them is acknowledged, at the first offset a still-open slot or round needs, so a
-  restart or rebalance replays exactly what is still open;
+  restart or rebalance replays exactly what is still open (a commit Kafka refuses, as after a
+  rebalance, is given up and counted, ``dpstream_commits_lost_total``: the next one goes
+  further);
 * a consumer of a *side-input* topic with manual assignment and no group, read in full before
   the first batch and then tailed (:meth:`BatchConsumer._read_side_input`); a subclass whose
   side input is co-partitioned with its source (:attr:`BatchConsumer.co_partitioned`) reads only
@@ -37,7 +39,7 @@ from mode import Service
 from app import metrics
 from app.stream.collect.policy import Policy
 from app.stream.config import Settings
-from app.stream.kafka import aiokafka_kwargs
+from app.stream.kafka import abandon_commit, aiokafka_kwargs
 from app.stream.ops.late import LateSlots
 from app.stream.topics import Topics
 
@@ -321,13 +323,19 @@ class BatchConsumer(Service):
             log.error("dead-letter sends failed count=%d: not committing", len(failed))
             return
         await self._producer.flush()
-        offsets = {}
-        for tp in tps:
-            if tp.partition in self.collector.partitions:
-                position = await self._consumer.position(tp)
-                offsets[tp] = self.collector.commit_offset(tp.partition, position)
-        if offsets:
-            await self._consumer.commit(offsets)
+        try:
+            offsets = {}
+            for tp in tps:
+                if tp.partition in self.collector.partitions:
+                    position = await self._consumer.position(tp)
+                    offsets[tp] = self.collector.commit_offset(tp.partition, position)
+            if offsets:
+                await self._consumer.commit(offsets)
+        except KafkaError as exc:
+            # Refused (mostly: a rebalance made it void) or the partitions went away meanwhile.
+            # The consumer rejoins by itself, and the open slots are replayed from the last
+            # commit that landed: give this one up rather than stop consuming.
+            abandon_commit(self.shortlabel, exc)
 
     def _send_dead_letter(self, key: bytes | None, value: bytes) -> None:
         assert self._producer is not None
