@@ -104,3 +104,59 @@ def test_one_users_history_is_a_few_dozen_bytes():
     prefs = Preferences(["strict", "loose"])
     prefs.change("user-123456", "loose", 10.0, 0.0)
     assert len(prefs.users["user-123456"]) == 1 + 9
+
+
+def test_a_settled_book_answers_every_slot_as_the_whole_history_does():
+    """Local mode: :meth:`LevelBook.settle` folds histories whose gaps are over into one byte
+    per user; opened slot after slot, with records read as each opens, a book that settles
+    gives the same levels as one that keeps every history, also through a round trip of the
+    ledger entry."""
+    import msgpack
+    import numpy as np
+
+    from app.stream.release.local_levels import LevelBook, PreferenceRecord
+
+    local = parse_stream(
+        {
+            "id": "l",
+            "mode": "local",
+            "labels": ["a", "b"],
+            "slot_s": 10.0,
+            "round_s": 1.0,
+            "release_timeout_s": 1.0,
+            "mechanism": {"name": "plpa", "params": {"users": [6, 6]}},
+            "levels": [
+                {"name": "strict", "w": 4, "eps": 1.0},
+                {"name": "open", "w": 2, "eps": 2.0},
+            ],
+        },
+        "doc",
+        {},
+    )
+    names = [lv.name for lv in local.levels]
+    rng = random.Random(7)
+    settled_seen = 0
+    for trial in range(40):
+        whole, folded = LevelBook(local.users, names), LevelBook(local.users, names)
+        offset = 0
+        for slot in range(100, 160):
+            records = []
+            for _ in range(rng.choice([0, 0, 1, 2, 4])):
+                level = rng.choice([None, "strict", "open", "open", "junk"])
+                value = None if level is None else msgpack.packb({"level": level})
+                ts_ms = int((slot - 1) * 10_000 + rng.uniform(-20_000, 9_000))
+                user = str(rng.randrange(local.users)).encode()
+                records.append(PreferenceRecord(0, offset, user, value, ts_ms))
+                offset += 1
+            floor = local.slots.start(slot - 1)
+            whole.apply(records, floor, initial=slot == 100)
+            folded.apply(records, floor, initial=slot == 100)
+            expected = whole.vector(local, slot)
+            assert np.array_equal(folded.vector(local, slot), expected), (trial, slot)
+            folded.settle(local, slot)
+            assert np.array_equal(folded.vector(local, slot), expected), (trial, slot)
+            stored = msgpack.unpackb(msgpack.packb(folded.to_dict()))
+            folded = LevelBook.from_dict(local.users, stored, names)
+            settled_seen += folded.settled is not None and bool((folded.settled == 1).any())
+        assert len(folded.preferences) <= len(whole.preferences)
+    assert settled_seen > 100  # users settled at the non-default level, then changed again

@@ -154,6 +154,15 @@ class Preferences:
             return stream.default_level
         return _group(stream, self._names, packed, slot)
 
+    def settled(self, stream: StreamConfig, user: str, slot: int) -> int | None:
+        """The level index ``user`` counts under in ``slot`` *and every later slot*, if its
+        history no longer matters from ``slot`` on (every change's gap has ended before it);
+        None while a gap reaches ``slot`` or beyond (or the user has no history)."""
+        packed = self.users.get(user)
+        if packed is None:
+            return None
+        return _settled(stream, self._names, packed, slot)
+
     def special(self, users: Iterable[str]) -> set[str]:
         """The users among ``users`` that have a history (everyone else: default level)."""
         return self.users.keys() & set(users)
@@ -178,5 +187,20 @@ def _group(stream: StreamConfig, names: list[str | None], packed: bytes, slot: i
         gap = max(widths) if current is None else max(widths[current], widths[new])
         if slot < effective + gap:
             return None
+        current = new
+    return current
+
+
+def _settled(stream: StreamConfig, names: list[str | None], packed: bytes, slot: int) -> int | None:
+    clock = stream.slots
+    widths = [level.w for level in stream.levels]
+    current: int | None = None if packed[:1] == _TRUNCATED else stream.default_level
+    for at, code in _CHANGE.iter_unpack(packed[1:]):
+        new = _index(stream, names[code])
+        if new == current:
+            continue
+        gap = max(widths) if current is None else max(widths[current], widths[new])
+        if slot < clock.slot_of(at) + 1 + gap:
+            return None  # this change's gap (or the slots before it) still reach ``slot``
         current = new
     return current

@@ -222,6 +222,7 @@ class LocalDriver:
                 floor = stream.slots.start(slot - 1)  # effective from this slot at the earliest
                 book.apply(records, floor, initial=mech.t == 0)
         mech.assign(book.vector(stream, slot))
+        book.settle(stream, slot)  # asked about this slot and later ones only
         entry.local.levels = book.to_dict()
 
     def _next_slot(self, stream: StreamConfig, entry: LedgerEntry | None, now: float) -> int:

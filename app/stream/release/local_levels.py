@@ -26,7 +26,10 @@ opens, so a restart goes on from exactly the histories the requests were built o
 the topic after a restart instead would apply a change with a later floor, and could count a
 user under its old level after slots it already reported under the new one.
 :class:`PreferenceReader` reads the topic from the book's offsets to its end (the worker's).
-Size: about 30 bytes per user with a history in the ledger entry; users without one cost nothing.
+Size: once a user's last change is older than its gap (:meth:`LevelBook.settle`, as each slot
+opens), the user costs one byte, in an array of every user's settled level (stored compressed in
+the ledger entry, only once someone settled at another level than the default); only users
+still in a gap keep a history (packed in memory, about 30 bytes each in the ledger entry).
 
 >>> from app.stream.config.streams import parse_stream
 >>> s = parse_stream({"id": "s", "mode": "local", "labels": ["a", "b"], "slot_s": 10.0,
@@ -45,6 +48,7 @@ Size: about 30 bytes per user with a history in the ledger entry; users without 
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +57,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.dp.local.wire import SITS_OUT
-from app.stream.collect.preferences import History, Preferences
+from app.stream.collect.preferences import Change, History, Preferences
 from app.stream.config import Settings, StreamConfig
 from app.stream.records import decode_preference
 
@@ -69,6 +73,10 @@ class PreferenceRecord:
     timestamp_ms: int
 
 
+SETTLED_AT = -1e12
+"""The time of the change a settled user's history starts from when it changes again: long
+before any slot, so that change's own gap is over in every slot the book is asked about."""
+
 ReadPreferences = Callable[[dict[int, int]], Awaitable[list[PreferenceRecord]]]
 """Reads ``preferences`` from the given next offsets (per partition; absent: the beginning)."""
 
@@ -81,6 +89,13 @@ class LevelBook:
         self.preferences = Preferences(names)
         self.offsets: dict[int, int] = {}
         """Per ``preferences`` partition, the next offset to apply."""
+        self.settled: npt.NDArray[np.uint8] | None = None
+        """Per user, the level of a user whose history no longer matters (:meth:`settle`);
+        None: everyone without a history is at the default level."""
+        self.settled_names: list[str] = []
+        """The level names of the indices in :attr:`settled` (the stream's levels)."""
+        self.default = 0
+        """The index of the default level in :attr:`settled_names`."""
 
     def apply(
         self, records: Iterable[PreferenceRecord], floor: float, initial: bool = False
@@ -99,7 +114,17 @@ class LevelBook:
             if user is not None:
                 level = decode_preference(rec.value)
                 at = 0.0 if initial else rec.timestamp_ms / 1000
+                self._unsettle(user)
                 self.preferences.change(user, level, at, 0.0 if initial else floor)
+
+    def _unsettle(self, user: str) -> None:
+        """A settled user at a level other than the default changes again: its history starts
+        from that level, as if chosen long ago (the new change's gap is measured from it)."""
+        if self.settled is None or user in self.preferences.users:
+            return
+        name = self.settled_names[int(self.settled[int(user)])]
+        if name != self.settled_names[self.default]:
+            self.preferences.restore(user, History([Change(SETTLED_AT, name)]))
 
     def _user(self, key: bytes | None) -> str | None:
         """The canonical decimal key of a registered user, or None (not this stream's)."""
@@ -113,18 +138,48 @@ class LevelBook:
 
     def vector(self, stream: StreamConfig, slot: int) -> npt.NDArray[np.uint8]:
         """Every user's level index at ``slot`` (:data:`SITS_OUT` during a gap)."""
-        out = np.full(self.users, stream.default_level, dtype=np.uint8)
-        for user in self.preferences.users:  # only the users who ever chose: few, not all
+        if self.settled is None:
+            out = np.full(self.users, stream.default_level, dtype=np.uint8)
+        else:
+            out = self.settled.copy()
+        for user in self.preferences.users:  # only the users with a history: few, not all
             group = self.preferences.group(stream, user, slot)
             out[int(user)] = SITS_OUT if group is None else group
         return out
 
+    def settle(self, stream: StreamConfig, slot: int) -> None:
+        """Fold the histories that no longer matter from ``slot`` on into :attr:`settled`.
+
+        A user whose every change's gap ended before ``slot`` is at one level in ``slot`` and
+        every later slot until it changes again: one byte in :attr:`settled` (nothing at all
+        at the default level) instead of a history. The book is asked about ``slot`` and later
+        slots only (the slot opening, then the next ones; a restart opens the same slot again
+        from the book stored with it), so :meth:`vector` answers as before.
+        """
+        default = stream.default_level
+        for user in list(self.preferences.users):
+            level = self.preferences.settled(stream, user, slot)
+            if level is None:
+                continue
+            if self.settled is None and level != default:
+                self.settled = np.full(self.users, default, dtype=np.uint8)
+                self.settled_names = [lv.name for lv in stream.levels]
+                self.default = default
+            if self.settled is not None:
+                self.settled[int(user)] = level
+            self.preferences.forget([user])
+
     def to_dict(self) -> dict[str, Any]:
         """The book as the ledger entry stores it."""
-        return {
+        out: dict[str, Any] = {
             "offsets": {str(p): o for p, o in self.offsets.items()},
             "users": {u: h.to_dict() for u, h in self.preferences.histories()},
         }
+        if self.settled is not None:
+            out["settled"] = zlib.compress(self.settled.tobytes())
+            out["settled_names"] = list(self.settled_names)
+            out["settled_default"] = self.default
+        return out
 
     @classmethod
     def from_dict(
@@ -136,6 +191,13 @@ class LevelBook:
             book.offsets = {int(p): int(o) for p, o in data["offsets"].items()}
             for user, hist in data["users"].items():
                 book.preferences.restore(str(user), History.from_dict(hist))
+            if data.get("settled") is not None:
+                levels = np.frombuffer(zlib.decompress(data["settled"]), dtype=np.uint8)
+                if len(levels) != users:
+                    raise ValueError(f"levels book: {len(levels)} settled users, not {users}")
+                book.settled = levels.copy()
+                book.settled_names = [str(n) for n in data["settled_names"]]
+                book.default = int(data["settled_default"])
         return book
 
 
