@@ -37,6 +37,10 @@ from app.stream.topics import create_topics, load_topics
 REPO = Path(__file__).resolve().parents[2]
 NOISE_KEY_HEX = "5a" * 32
 SESSION_TIMEOUT_S = "6"
+STOP_TIMEOUT_S = 60.0
+"""How long a worker may take to stop on SIGTERM (it leaves its groups, closes its tables; a few
+seconds on a quiet machine, more on a loaded one: killed past it, a stop that would have exited
+0 reads as -9)."""
 
 
 @pytest.fixture(scope="session")
@@ -169,7 +173,9 @@ class WorkerProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 
-    def stop(self, timeout_s: float = 20.0) -> int | None:
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
+        """SIGTERM, then the exit status (a graceful stop is 0); killed (-9) past
+        ``timeout_s``."""
         if self.proc is None:
             return None
         if self.alive():
