@@ -82,6 +82,14 @@ def register(sub: Any) -> None:
     _add_throughput_arguments(throughput)
     throughput.set_defaults(func=_throughput)
 
+    recovery = kinds.add_parser(
+        "recovery",
+        help="time for releases to come back after each kill -9 of the only worker, on a real "
+        "broker; release delay over the storm",
+    )
+    _add_recovery_arguments(recovery)
+    recovery.set_defaults(func=_recovery)
+
     results = kinds.add_parser(
         "results", help="run the paper presets and regenerate RESULTS.md (claims vs measured)"
     )
@@ -342,6 +350,28 @@ def _throughput(args: argparse.Namespace) -> int:
             print(f"dpstream bench throughput: {exc}", file=sys.stderr)
             return 2
     return run_throughput(args)
+
+
+def _recovery(args: argparse.Namespace) -> int:
+    from app.bench.recovery import run_recovery
+
+    return run_recovery(args)
+
+
+def _add_recovery_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``dpstream bench recovery`` (:mod:`app.bench.recovery`)."""
+    parser.add_argument("--kills", type=int, default=5, help="kill -9s of the worker")
+    parser.add_argument("--every-s", type=float, default=30.0, help="seconds between kills")
+    parser.add_argument("--tail-s", type=float, default=30.0, help="run on after the last kill")
+    parser.add_argument("--rate", type=float, default=2_000, help="events/s, the whole run")
+    parser.add_argument("--users", type=int, default=10_000, help="distinct users")
+    parser.add_argument("--slot-s", type=float, default=1.0, help="slot length in seconds")
+    parser.add_argument("--verbose", action="store_true", help="show the worker's stderr")
+    parser.add_argument(
+        "--broker",
+        default=os.environ.get("DPSTREAM_BROKER"),
+        help="bootstrap servers (default $DPSTREAM_BROKER, else an embedded Tansu)",
+    )
 
 
 def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:

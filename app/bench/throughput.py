@@ -41,9 +41,11 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import numpy as np
@@ -61,10 +63,12 @@ CO_PARTITIONED = ("events", "preferences", "levels")
 """The topic specs ``--partitions`` rewrites (a user's records share one partition number)."""
 SCRAPE_S = 0.2
 """How often the bench reads the workers' counters (each read costs the worker CPU)."""
+RSS_SAMPLES = 12
+"""How many RSS samples the paced phase prints (memory flat in the stream's length)."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _streams_yaml(slot_s: float) -> str:
+def streams_yaml(slot_s: float) -> str:
     return (
         "streams:\n  - id: bench\n"
         f"    labels: {LABELS}\n    slot_s: {slot_s}\n    grace_s: {GRACE_S}\n"
@@ -96,7 +100,7 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, load average {load}"
 
 
-def _produce_part(
+def produce_part(
     bootstrap: str, topic: str, n: int, users: int, first_user: int, rate: float, seed: int
 ) -> float:
     """Produce ``n`` events stamped with the wall clock (``rate`` > 0: paced); events/s."""
@@ -111,6 +115,12 @@ def _produce_part(
             **PRODUCER_CONFIG,
         }
     )
+    failed: list[str] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            failed.append(str(err))
+
     values = np.random.default_rng(seed).integers(0, len(LABELS), n).tolist()
     names = [f"u{(first_user + i) % users}" for i in range(min(n, users))]
     keys = [name.encode() for name in names]
@@ -128,12 +138,18 @@ def _produce_part(
             event = {"stream": "bench", "user": names[j], "ts": ts, "value": values[i]}
             while True:
                 try:
-                    produce(topic, key=keys[j], value=packb(event))
+                    produce(topic, key=keys[j], value=packb(event), on_delivery=delivered)
                     break
                 except BufferError:
                     poll(0.05)
         poll(0)
-    producer.flush(60)
+    left = producer.flush(60)
+    if failed or left:
+        print(
+            f"{len(failed):,} of {n:,} events not delivered ({left:,} still queued); first: "
+            f"{failed[:1]}",
+            file=sys.stderr,
+        )
     return n / (time.perf_counter() - started)
 
 
@@ -146,7 +162,7 @@ def _produce(args: argparse.Namespace, bootstrap: str, topic: str, n: int, rate:
         shares = [n // jobs + (1 if j < n % jobs else 0) for j in range(jobs)]
         futures = [
             pool.submit(
-                _produce_part,
+                produce_part,
                 bootstrap,
                 topic,
                 share,
@@ -162,8 +178,9 @@ def _produce(args: argparse.Namespace, bootstrap: str, topic: str, n: int, rate:
     return n / (time.perf_counter() - started)
 
 
-def _counted(port: int) -> float:
-    """The worker's exact event counter (every outcome), or -1 when it does not answer."""
+def _counted(port: int, metric: str = "dpstream_events_total") -> float:
+    """The sum of a worker's ``metric`` series (by default the exact event counter, every
+    outcome), or -1 when it does not answer."""
     url = f"http://127.0.0.1:{port}/metrics"
     try:
         with urllib.request.urlopen(url, timeout=1) as r:  # noqa: S310 - loopback only
@@ -173,7 +190,7 @@ def _counted(port: int) -> float:
     return sum(
         float(line.rpartition(" ")[2])
         for line in text.splitlines()
-        if line.startswith("dpstream_events_total{")
+        if line.startswith(metric + "{")
     )
 
 
@@ -222,6 +239,20 @@ def _bare_aiokafka(bootstrap: str, topic: str, partitions: list[int]) -> tuple[i
     return asyncio.run(run())
 
 
+class RssWatch(threading.Thread):
+    """Samples the workers' summed RSS (MiB) every ``every_s`` seconds until ``stop``."""
+
+    def __init__(self, pids: list[int], every_s: float) -> None:
+        super().__init__(daemon=True)
+        self.pids, self.every_s = pids, every_s
+        self.samples: list[float] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.every_s):
+            self.samples.append(sum(rss_mb(pid) for pid in self.pids))
+
+
 class ReleaseWatch(threading.Thread):
     """Reads ``releases`` from the start and notes when each slot's release first arrives."""
 
@@ -258,7 +289,7 @@ class ReleaseWatch(threading.Thread):
             c.close()
 
 
-def _topics_dir(partitions: int, into: Path) -> Path:
+def topics_dir_for(partitions: int, into: Path) -> Path:
     """A copy of ``topics/`` with the co-partitioned topics at ``partitions``."""
     into.mkdir()
     for spec in TOPICS_DIR.glob("*.yaml"):
@@ -273,40 +304,51 @@ def _topics_dir(partitions: int, into: Path) -> Path:
     return into
 
 
-def _start_workers(
+def worker_env(
+    bootstrap: str, prefix: str, work: Path, topics_dir: Path, config: Path, k: int
+) -> dict[str, str]:
+    """The environment of bench worker ``k`` (its own state folder and metrics port)."""
+    return {
+        **os.environ,
+        "DPSTREAM_BROKER": bootstrap,
+        "DPSTREAM_CONFIG": str(config),
+        "DPSTREAM_TOPICS_DIR": str(topics_dir),
+        "DPSTREAM_STATE_DIR": str(work / f"state-{k}"),
+        "DPSTREAM_METRICS_PORT": str(free_port()),
+        "DPSTREAM_METRICS_BIND": "127.0.0.1",
+        "DPSTREAM_NOISE_KEY": secrets.token_hex(32),
+        "DPSTREAM_TOPIC_PREFIX": prefix,
+        "DPSTREAM_SESSION_TIMEOUT_S": "6",
+        "DPSTREAM_LOG_LEVEL": "WARNING",
+        # Synthetic data: the bench reads the exact event counter.
+        "DPSTREAM_EXPOSE_DATA_COUNTS": "true",
+    }
+
+
+def spawn_worker(env: dict[str, str], verbose: bool) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``dpstream worker`` with ``env``; the process and its metrics port."""
+    proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "app.stream", "worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=None if verbose else subprocess.DEVNULL,
+    )
+    return proc, int(env["DPSTREAM_METRICS_PORT"])
+
+
+def start_workers(
     args: argparse.Namespace, bootstrap: str, prefix: str, work: Path, topics_dir: Path
 ) -> list[tuple[subprocess.Popen[bytes], int]]:
+    """``--workers K`` workers in one group, on the bench stream (``--slot-s``)."""
     config = work / "streams.yaml"
-    config.write_text(_streams_yaml(args.slot_s))
-    out = []
-    for k in range(args.workers):
-        port = free_port()
-        env = {
-            **os.environ,
-            "DPSTREAM_BROKER": bootstrap,
-            "DPSTREAM_CONFIG": str(config),
-            "DPSTREAM_TOPICS_DIR": str(topics_dir),
-            "DPSTREAM_STATE_DIR": str(work / f"state-{k}"),
-            "DPSTREAM_METRICS_PORT": str(port),
-            "DPSTREAM_METRICS_BIND": "127.0.0.1",
-            "DPSTREAM_NOISE_KEY": secrets.token_hex(32),
-            "DPSTREAM_TOPIC_PREFIX": prefix,
-            "DPSTREAM_SESSION_TIMEOUT_S": "6",
-            "DPSTREAM_LOG_LEVEL": "WARNING",
-            # Synthetic data: the bench reads the exact event counter.
-            "DPSTREAM_EXPOSE_DATA_COUNTS": "true",
-        }
-        proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "app.stream", "worker"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=None if args.verbose else subprocess.DEVNULL,
-        )
-        out.append((proc, port))
-    return out
+    config.write_text(streams_yaml(args.slot_s))
+    return [
+        spawn_worker(worker_env(bootstrap, prefix, work, topics_dir, config, k), args.verbose)
+        for k in range(args.workers)
+    ]
 
 
-def _wait_ready(workers: list[tuple[subprocess.Popen[bytes], int]], timeout_s: float) -> bool:
+def wait_ready(workers: list[tuple[subprocess.Popen[bytes], int]], timeout_s: float) -> bool:
     deadline, since = time.monotonic() + timeout_s, None
     while time.monotonic() < deadline:
         if any(p.poll() is not None for p, _ in workers):
@@ -331,6 +373,40 @@ def _until_counted(ports: list[int], total: float, timeout_s: float) -> float | 
     return None
 
 
+def _why_not_ready(port: int) -> str:
+    """A worker's ``/readyz`` answer: "" when ready, else its reasons."""
+    url = f"http://127.0.0.1:{port}/readyz"
+    try:
+        with urllib.request.urlopen(url, timeout=1):  # noqa: S310 - loopback only
+            return ""
+    except urllib.error.HTTPError as exc:
+        return exc.read().decode(errors="replace")[:200]
+    except OSError as exc:
+        return repr(exc)
+
+
+def _bare_loops(
+    args: argparse.Namespace, bootstrap: str, topic: str, partitions: int
+) -> tuple[int, float]:
+    """K bare loops on partition shares of ``topic``: print and return (events seen, CPU
+    microseconds per event)."""
+    shares = [[p for p in range(partitions) if p % args.workers == k] for k in range(args.workers)]
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(len(shares), mp_context=ctx) as pool:
+        runs = list(
+            pool.map(_bare_aiokafka, [bootstrap] * len(shares), [topic] * len(shares), shares)
+        )
+    seen = sum(r[0] for r in runs)
+    bare_us = sum(r[1] for r in runs) / max(1, seen) * 1e6
+    wall = max(r[2] for r in runs)
+    print(
+        f"{len(shares)} bare aiokafka loop(s), getmany + msgpack + bincount: "
+        f"{seen / wall:,.0f} events/s wall ({seen:,} events); CPU {bare_us:.2f} us/event; "
+        f"{machine()}"
+    )
+    return seen, bare_us
+
+
 def run_throughput(args: argparse.Namespace) -> int:
     """Run the benchmark and print the figures; 0 if it completed, 1 otherwise."""
     broker = None if args.broker else EmbeddedBroker().start()
@@ -341,16 +417,16 @@ def run_throughput(args: argparse.Namespace) -> int:
     watch: ReleaseWatch | None = None
     try:
         prefix = f"bench-{secrets.token_hex(3)}."
-        topics_dir = _topics_dir(args.partitions, work / "topics") if args.partitions else None
+        topics_dir = topics_dir_for(args.partitions, work / "topics") if args.partitions else None
         topics = load_topics(prefix, topics_dir)
         partitions = topics.spec("events").partitions
         create_topics(topics, {"bootstrap.servers": bootstrap})
         watch = ReleaseWatch(bootstrap, topics.releases)
         watch.start()
-        workers = _start_workers(args, bootstrap, prefix, work, topics_dir or TOPICS_DIR)
+        workers = start_workers(args, bootstrap, prefix, work, topics_dir or TOPICS_DIR)
         pids, ports = [p.pid for p, _ in workers], [port for _, port in workers]
         print(f"machine: {machine()}; {args.workers} worker(s), {partitions} partitions")
-        if not _wait_ready(workers, timeout_s=180):
+        if not wait_ready(workers, timeout_s=180):
             print("the workers did not all become ready")
             return 1
         # 2. idle rate
@@ -365,7 +441,16 @@ def run_throughput(args: argparse.Namespace) -> int:
         rate = _produce(args, bootstrap, topics.events, n, rate=0.0)
         t1 = _until_counted(ports, n, timeout_s=args.timeout_s)
         if t1 is None:
-            print("the workers did not count every event in time")
+            counted = ", ".join(f"{_counted(port):,.0f}" for port in ports)
+            dead = sum(_counted(port, "dpstream_dead_letters_total") for port in ports)
+            print(
+                f"the workers did not count all {n:,} events in time (counted: {counted}; "
+                f"dead letters: {dead:,.0f}; not ready: {[_why_not_ready(p) for p in ports]})"
+            )
+            if not args.skip_bare:  # how many the topic holds: lost by the worker or before?
+                stop_workers(workers)
+                workers = []
+                _bare_loops(args, bootstrap, topics.events, partitions)
             return 1
         busy = sum(map(cpu_seconds, pids)) - cpu0 - idle_rate * (t1 - t0)
         worker_us = busy / n * 1e6
@@ -380,8 +465,15 @@ def run_throughput(args: argparse.Namespace) -> int:
         if args.latency_s > 0:
             t_start = time.time()
             m = int(args.rate * args.latency_s)
+            rss_watch = RssWatch(pids, every_s=max(1.0, args.latency_s / RSS_SAMPLES))
+            rss_watch.start()
             _produce(args, bootstrap, topics.events, m, rate=args.rate)
+            rss_watch.stop.set()
             t_end = time.time()
+            print(
+                f"worker RSS MiB during the paced phase, every {rss_watch.every_s:.0f} s: "
+                + ", ".join(f"{x:.0f}" for x in rss_watch.samples)
+            )
             n += m
             _until_counted(ports, n, timeout_s=args.timeout_s)
             ended = [
@@ -414,41 +506,21 @@ def run_throughput(args: argparse.Namespace) -> int:
         print(f"worker RSS MiB (ready -> end): {grew}")
         # 5. bare loops on partition shares
         if not args.skip_bare:
-            _stop_workers(workers)
+            stop_workers(workers)
             workers = []
-            shares = [
-                [p for p in range(partitions) if p % args.workers == k] for k in range(args.workers)
-            ]
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(len(shares), mp_context=ctx) as pool:
-                runs = list(
-                    pool.map(
-                        _bare_aiokafka,
-                        [bootstrap] * len(shares),
-                        [topics.events] * len(shares),
-                        shares,
-                    )
-                )
-            seen = sum(r[0] for r in runs)
-            bare_us = sum(r[1] for r in runs) / max(1, seen) * 1e6
-            wall = max(r[2] for r in runs)
-            print(
-                f"{len(shares)} bare aiokafka loop(s), getmany + msgpack + bincount: "
-                f"{seen / wall:,.0f} events/s wall ({seen:,} events); CPU {bare_us:.2f} us/event; "
-                f"{machine()}"
-            )
+            seen, bare_us = _bare_loops(args, bootstrap, topics.events, partitions)
             print(f"worker CPU per event / bare loop's: {worker_us / bare_us:.2f}x")
         return 0
     finally:
         if watch is not None:
             watch.stop.set()
-        _stop_workers(workers)
+        stop_workers(workers)
         if broker is not None:
             broker.stop()
         work_dir.cleanup()
 
 
-def _stop_workers(workers: list[tuple[subprocess.Popen[bytes], int]]) -> None:
+def stop_workers(workers: list[tuple[subprocess.Popen[bytes], int]]) -> None:
     for proc, _ in workers:
         proc.terminate()
     for proc, _ in workers:
