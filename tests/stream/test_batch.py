@@ -125,3 +125,21 @@ def test_the_side_input_is_read_to_its_end_then_tailed(service, fake_kafka):
 
     asyncio.run(go())
     assert sorted(service.applied) == [b"a", b"b", b"c", b"d"]
+
+
+def test_exact_end_asks_the_broker_past_a_stale_highwater(service, fake_kafka, monkeypatch):
+    """Issue 23 item 9: the highwater the last fetch saw predates a request the devices already
+    answered; the reports service's read on an unknown round asks the broker for the end."""
+    side = service.topics.preferences
+    service._side = fake_kafka.Consumer(side, {0: [b"a"]})
+
+    async def go():
+        await service._read_side_input(until_end=True)
+        service._side.logs[0].append(b"new")
+        monkeypatch.setattr(service._side, "highwater", lambda tp: 1)  # the last fetch's view
+        await service._read_side_input(until_end=True)
+        assert service.applied == [b"a"]  # stale end: nothing more read
+        await service._read_side_input(until_end=True, exact_end=True)
+
+    asyncio.run(go())
+    assert service.applied == [b"a", b"new"]

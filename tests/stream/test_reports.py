@@ -102,6 +102,25 @@ def test_a_report_for_a_round_not_read_yet_is_detected(service, fake_kafka):
     assert not service._unknown_round([])
 
 
+def test_a_new_round_of_one_stream_before_a_known_round_of_another_is_detected(
+    service, fake_kafka, monkeypatch
+):
+    """Issue 23 item 9: two local streams share the reports partitions, so a batch's last
+    report can name a known round of one stream while the other stream's new round came just
+    before; each stream's newest report is looked at."""
+    req, raw = request(service, deadline=50.0)
+    service._apply_side_input(fake_kafka.Rec("collection-requests", 0, 0, None, raw))
+    newest = dict(service.collector.rounds)
+    monkeypatch.setattr(service.collector, "streams", {**service.collector.streams, "b": None})
+
+    def recs(*values):
+        return [fake_kafka.Rec("reports", 0, i, None, v) for i, v in enumerate(values)]
+
+    other = msgpack.packb(dict(msgpack.unpackb(report(req, 1, 0)), stream="b"))
+    assert service._unknown_round(recs(other, report(req, 1, 0)))  # b: no round known
+    assert service.collector.rounds == newest
+
+
 async def consume_once(svc):
     """One turn of the consume loop: the service stops after its first poll."""
     poll = svc._consumer.getmany

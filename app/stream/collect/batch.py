@@ -348,8 +348,11 @@ class BatchConsumer(Service):
         await delivery
 
     # -- side input ---------------------------------------------------------------------------
-    async def _read_side_input(self, until_end: bool) -> None:
-        """Apply new side-input records; with ``until_end``, read up to the current end first."""
+    async def _read_side_input(self, until_end: bool, exact_end: bool = False) -> None:
+        """Apply new side-input records; with ``until_end``, read up to the current end first:
+        the end the background fetches saw, or with ``exact_end`` the broker's end now (one
+        round trip), for a caller that knows a newer record exists (the reports service, on a
+        report whose request the last fetch predates)."""
         consumer = self._side
         assert consumer is not None
         if self.co_partitioned:
@@ -371,7 +374,7 @@ class BatchConsumer(Service):
         if until_end:  # the ends the background fetches saw; a broker round trip only at first
             seen = {tp: consumer.highwater(tp) for tp in tps}
             ends = {tp: int(h) for tp, h in seen.items() if h is not None}
-            if len(ends) < len(tps):
+            if exact_end or len(ends) < len(tps):
                 ends = await consumer.end_offsets(tps)
         while True:
             if until_end and all([await consumer.position(tp) >= ends[tp] for tp in tps]):
