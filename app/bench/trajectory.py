@@ -38,9 +38,14 @@ from app.dp.registry import create
 from app.dp.types import Group
 
 MECHANISMS = ("bd", "stbd", "str", "rescuedp")
-CONTRASTS: dict[str, tuple[str, ...]] = {"n": ("wn_uniform",)}
-"""Extra mechanisms per sweep axis: the n sweep's publish-every-timestamp contrast (Uniform
-on the (w,n) ledger, spec T4; Fig. 10's text)."""
+CONTRASTS: dict[str, tuple[str, ...]] = {
+    "eps": ("rescuedp_g",),
+    "w": ("rescuedp_g",),
+    "n": ("rescuedp_g", "wn_uniform"),
+}
+"""Extra mechanisms per sweep axis: RescueDP with its dynamic grouping (spec A7's variant)
+beside the paper's RescueDP on every sweep, and the n sweep's publish-every-timestamp
+contrast (Uniform on the (w,n) ledger, spec T4; Fig. 10's text)."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +146,7 @@ def run_one(
         params.update(n=n, edges=data.graph.edges())
     if name == "stbd":
         params["page_groups"] = data.page_groups
-    if name in ("str", "rescuedp"):
+    if name in ("str", "rescuedp", "rescuedp_g"):
         params["process_var"] = data.process_var
     m = as_slotted(create(name, **params))
     rng = np.random.default_rng(seed)

@@ -1,7 +1,7 @@
 """The (w,n) paper's Figs. 8-10 as presets on the stand-in data: eps, w and n sweeps of BD,
 STBD, STR and RescueDP (MAE and MRE of Eq. 19, the MRE floor 0.1% of a slot's true total);
-the n sweep (fig10) adds the publish-every-timestamp contrast ``wn_uniform`` (Uniform on the
-(w,n) ledger, spec T4).
+every sweep adds RescueDP with its dynamic grouping (``rescuedp_g``, spec A7) and the n sweep
+(fig10) the publish-every-timestamp contrast ``wn_uniform`` (Uniform on the (w,n) ledger, T4).
 
 ``dpstream bench wn [--quick] [--figure F] [--data msnbc,tdrive,diginetica] [--out DIR]``
 writes ``trajectory.csv`` (one row per dataset, sweep point and mechanism, with the seeds and
@@ -91,11 +91,11 @@ def run(
 
 
 def figure_mechanisms(axis: str) -> tuple[str, ...]:
-    """The mechanisms of a sweep: the paper's four, then the axis's contrasts (the n sweep's
-    publish-every-timestamp Uniform).
+    """The mechanisms of a sweep: the paper's four, then the axis's contrasts (RescueDP with
+    dynamic grouping; in the n sweep also the publish-every-timestamp Uniform).
 
     >>> figure_mechanisms("n")
-    ('bd', 'stbd', 'str', 'rescuedp', 'wn_uniform')
+    ('bd', 'stbd', 'str', 'rescuedp', 'rescuedp_g', 'wn_uniform')
     """
     return MECHANISMS + CONTRASTS.get(axis, ())
 

@@ -33,12 +33,12 @@ from app.dp.local import (
 )
 from app.dp.mechanism import Mechanism
 from app.dp.period import DFT, HierOptStream, OptStream, PeGaSus, RegionalHierOptStream
-from app.dp.wn import STBD, STR, RescueDP, WNUniform
+from app.dp.wn import STBD, STR, RescueDP, RescueDPGrouped, WNUniform
 
 _REGISTRY: dict[str, type[Mechanism]] = {
     cls.name: cls
     for cls in (Uniform, Sample, BD, BA, PBD, PBA, LBU, LSP, LPU, LBD, LBA, LPD, LPA, PLBU)
-    + (STBD, STR, RescueDP, WNUniform)  # (w,n) mechanisms over a graph (app.dp.wn)
+    + (STBD, STR, RescueDP, RescueDPGrouped, WNUniform)  # (w,n) mechanisms over a graph (app.dp.wn)
     # period mechanisms (app.dp.period)
     + (OptStream, HierOptStream, RegionalHierOptStream, DFT, PeGaSus)
     + (PLPD, PLPA, PLPDPlus, PLPAPlus, PLBDRP, PLBARP, PLBDOPS, PLBAOPS)  # PLDP-IDS

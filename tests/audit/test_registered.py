@@ -41,7 +41,8 @@ def test_registered_mechanism_passes_the_quick_audit(name):
     if kind == "period" and name != "pegasus":  # periods of 3 slots: placed on the boundary
         assert {v.scenario for v in verdicts} == {"straddle", "sampled"}
     if kind == "graph":  # l = 2 values per slot inside one spatial window (1 if it is one page)
-        allowed = {("add/remove", 2), ("replace", 4)} if name != "rescuedp" else {("add/remove", 1)}
+        place_level = name in ("rescuedp", "rescuedp_g")  # n = 1: one page, one value
+        allowed = {("add/remove", 1)} if place_level else {("add/remove", 2), ("replace", 4)}
         assert {(v.relation, v.sensitivity) for v in verdicts} == allowed
     if name == "pba":  # personalized central: every group, both relations
         assert {(v.group, v.w, v.eps) for v in verdicts} == {(0, 3, 1.0), (1, 2, 0.5)}

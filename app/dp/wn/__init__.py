@@ -5,10 +5,10 @@ pages within ``n - 1`` hops of a centre) is protected with ``eps``: the relation
 :data:`WN_RELATION` (a change spread over ``k`` such windows costs up to ``k eps``). STBD
 distributes budget as Kellaris's BD does, per page, with the (w,n) ledger; STR adapts
 RescueDP's adaptive sampling (PID controller, Kalman filter) to the same ledger; RescueDP
-(Wang et al.) is the place-level ``n = 1`` case; Uniform publishes every page at every
-slot with ``eps / w`` (the paper's publish-every-timestamp contrast). Build them through
-:func:`app.dp.registry.create`; the graph is built once from the configuration
-(:class:`app.dp.graph.Graph`).
+(Wang et al.) is the place-level ``n = 1`` case, with its dynamic grouping as a variant;
+Uniform publishes every page at every slot with ``eps / w`` (the paper's publish-every-
+timestamp contrast). Build them through :func:`app.dp.registry.create`; the graph is built
+once from the configuration (:class:`app.dp.graph.Graph`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 from app.dp.wn.base import WN_RELATION, GraphMechanism, GraphRelease, wn_neighbours
 from app.dp.wn.ledger import GraphLedger
 from app.dp.wn.rescuedp import RescueDP
+from app.dp.wn.rescuedp_grouping import RescueDPGrouped
 from app.dp.wn.stbd import STBD
 from app.dp.wn.str_ import STR
 from app.dp.wn.uniform import WNUniform
@@ -28,6 +29,7 @@ __all__ = [
     "GraphMechanism",
     "GraphRelease",
     "RescueDP",
+    "RescueDPGrouped",
     "WNUniform",
     "wn_neighbours",
 ]

@@ -60,7 +60,8 @@ class RescueDP(STR):
     Deviations
     ----------
     * No dynamic grouping (spec A7's default: "STR differs from RescueDP only in budget
-      allocation"); the grouping variant is not implemented.
+      allocation"); the grouping variant is
+      :class:`~app.dp.wn.rescuedp_grouping.RescueDPGrouped` (``rescuedp_g``).
     * As STR otherwise (spec A5, A9.3-A9.6, A9.17).
 
     Examples

@@ -12,8 +12,8 @@ from app.dp import validate
 from app.dp.budget import exact
 from app.dp.errors import ParameterError
 from app.dp.graph import Graph
-from app.dp.types import Group, IntArray
-from app.dp.wn.base import Edges, GraphMechanism, Spending
+from app.dp.types import FloatArray, Group, IntArray
+from app.dp.wn.base import BoolArray, Edges, GraphMechanism, Spending
 
 INTERVAL_NORMS = ("paper", "rescuedp")
 
@@ -235,12 +235,9 @@ class STR(GraphMechanism):
         units = np.minimum(np.floor(share * eta.astype(np.float64)), self.eps_max_units)
         units = np.where(due, np.minimum(units.astype(np.int64), eta), 0)  # Alg. 4 l.8
         sampled = due & (units > 0)
-        self.ledger.ensure(np.zeros(self.d, dtype=np.int64), units)  # Theorem 5 before draws
-        eps = self.calibrated(units[sampled])
-        z = r[sampled] + self.draw(rng, eps)  # Alg. 3 l.5 (Eq. 18)
+        units, z, noise_var = self._perturb(r, sampled, units, rng)  # Alg. 3 l.5 (Eq. 18)
         # Alg. 3 l.6, l.9: Kalman predict for every page, correct the sampled ones
         x_hat, p_var = self.x_hat.copy(), self.p_var + self.process_var
-        noise_var = self.noise_variance(eps)
         first = self.samples[sampled] == 0
         prior_x, prior_p = x_hat[sampled], p_var[sampled]
         gain = prior_p / (prior_p + noise_var)
@@ -273,6 +270,16 @@ class STR(GraphMechanism):
         self.last_sample_t[idx] = t
         self.samples[idx] += 1
         return Spending(x_hat.copy(), sampled, np.zeros(self.d, dtype=np.int64), units)
+
+    def _perturb(
+        self, r: IntArray, sampled: BoolArray, units: IntArray, rng: np.random.Generator
+    ) -> tuple[IntArray, FloatArray, FloatArray]:
+        """Alg. 3 l.5: ensure ``units`` on the ledger (Theorem 5), then noise every sampled
+        page at its own budget. Returns the units spent per page, the noisy values and their
+        noise variances (of the sampled pages, in page order)."""
+        self.ledger.ensure(np.zeros(self.d, dtype=np.int64), units)  # Theorem 5 before draws
+        eps = self.calibrated(units[sampled])
+        return units, r[sampled] + self.draw(rng, eps), self.noise_variance(eps)
 
     def _extra_state(self) -> dict[str, Any]:
         return {

@@ -71,7 +71,7 @@ def test_n_sweep_carries_the_publish_every_timestamp_contrast():
         clipped_share=0.0,
         slot_users=300,
     )
-    assert trajectory_figs.figure_mechanisms("eps") == trajectory.MECHANISMS
+    assert trajectory_figs.figure_mechanisms("eps") == (*trajectory.MECHANISMS, "rescuedp_g")
     rows = trajectory.sweep(
         data,
         "n",
