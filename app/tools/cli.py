@@ -195,7 +195,7 @@ def register(subparsers: Any) -> None:
     s.add_argument(
         "--values",
         default="synthetic:sin",
-        help="true values: synthetic:<sin|log|tlns> or dataset:<name> (default synthetic:sin)",
+        help="true values: synthetic:<sin|log|tlns|wave> or dataset:<name> (default synthetic:sin)",
     )
     s.add_argument("--config", type=Path, help="streams YAML (default: $DPSTREAM_CONFIG)")
     s.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")

@@ -24,10 +24,12 @@ import sys
 import tempfile
 import threading
 import time
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from app.client.releases import ReleaseReader
+from app.dp.budget import PEAK_LABEL
 from app.stream.broker import EmbeddedBroker, free_port
 from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.errors import ConfigError
@@ -35,6 +37,7 @@ from app.stream.kafka import confluent_config, probe, probe_timeout_s
 from app.stream.ops.status import DEMO_TRUTH_ENV
 from app.stream.topics import Topics, create_topics, load_topics
 from app.tools.produce import Truth, synthetic_events
+from app.tools.simulator import DeviceWatch, SlotAnswers
 from app.utc import utc_time
 
 LOCAL_STREAMS = Path(__file__).parents[1] / "stream" / "local_streams.yaml"
@@ -48,7 +51,15 @@ DEMO_USERS = 2000
 """Synthetic users of the central demo (``--users``); the file's population matches it."""
 
 
-def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event) -> None:
+DEMO_VALUES = "synthetic:wave"
+"""The simulated devices' true values in ``demo --mode local``: the share of active devices
+swings between 0.1 and 0.9 every 16 slots (about a minute), enough change for LPA and PLPA+ to
+publish most slots (:func:`app.tools.simulator.wave`)."""
+
+
+def _simulate_devices(
+    settings: Settings, topics: Topics, stop: threading.Event, watch: DeviceWatch | None = None
+) -> None:
     """The device simulator for every local stream, every registered user a device."""
     from app.dp.noise import secure_rng
     from app.tools.simulator import ValueSource, run_devices
@@ -57,7 +68,7 @@ def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event)
     for stream in settings.streams:
         if stream.local:
             rng = secure_rng()
-            values = ValueSource("synthetic:sin", stream.users, stream.d, rng)
+            values = ValueSource(DEMO_VALUES, stream.users, stream.d, rng)
             args = (
                 confluent_config(settings),
                 topics.collection_requests,
@@ -68,7 +79,7 @@ def _simulate_devices(settings: Settings, topics: Topics, stop: threading.Event)
                 stop,
                 rng,
             )
-            kwargs = {"preferences_topic": topics.preferences}
+            kwargs = {"preferences_topic": topics.preferences, "watch": watch}
             workers.append(threading.Thread(target=run_devices, args=args, kwargs=kwargs))
     for t in workers:
         t.start()
@@ -83,17 +94,27 @@ def _print_releases(
     post: str = "none",
     truth: Truth | None = None,
     truth_file: Path | None = None,
+    watch: DeviceWatch | None = None,
 ) -> None:
     """Print each new release (the reader checks the schema and drops duplicate copies), with
-    the synthetic truth of its slot under it."""
+    the synthetic truth of its slot under it (local streams: what the devices knew, from
+    ``watch``)."""
     with ReleaseReader(confluent_config(settings), topics.releases) as reader:
         while not stop.is_set():
             release = reader.poll(0.5)
             if release is None:
                 continue
             rel = release.to_json()
-            exact = truth.histogram(rel["stream"], rel["slot"]) if truth is not None else None
-            print(format_release(settings, rel, post, exact), flush=True)
+            if settings.stream(rel["stream"]).local:
+                if watch is None:
+                    text = format_release(settings, rel, post)
+                else:
+                    answers = watch.slot(rel["stream"], rel["slot"])
+                    text = format_local(settings, rel, post, answers, watch.peaks(rel["stream"]))
+            else:
+                exact = truth.histogram(rel["stream"], rel["slot"]) if truth else None
+                text = format_release(settings, rel, post, exact)
+            print(text, flush=True)
             if truth is not None and truth_file is not None:
                 truth.dump(truth_file)  # the status page draws it (demo only)
 
@@ -145,25 +166,30 @@ def header(settings: Settings) -> str:
         "repeat, the noisy histogram, and the privacy budget spent.",
         "  fresh  = a newly noised histogram; repeat = the last one published again (the "
         "mechanism judged the change too small; a repeat spends no publication budget).",
-        "  eps per user: X of EPS (w=W) = a user of that level spent X in this slot; over any "
-        "W consecutive slots its spending adds up to at most EPS (the figure eps bounds: per "
-        "user, per window).",
         "  Noisy counts can be negative: the noise is unbiased (`--post clamp` clamps at 0 "
         "and rounds, post-processing that costs no budget).",
     ]
+    if any(not s.local for s in settings.streams):
+        lines.insert(
+            2,
+            "  eps per user: X of EPS (w=W) = a user of that level spent X in this slot; over "
+            "any W consecutive slots its spending adds up to at most EPS (the figure eps "
+            "bounds: per user, per window).",
+        )
     if any(s.local for s in settings.streams):
-        lines.append(
+        lines += [
             "  Local streams release estimated frequencies (sum ~ 1) instead of counts, from "
-            "the perturbed reports of the devices each collection request asked."
-        )
-    if any(_asks_cohorts(s) for s in settings.streams):
-        lines.append(
-            "  eps per asked user (LPU, LPD, LPA, PLDP-IDS): each round asks a cohort of users "
-            "not asked recently; an asked user spends X (its whole EPS, or an OPS share of it), "
-            "the others nothing, and over any W slots a user spends at most EPS. A repeat "
-            "still asked a cohort (the dissimilarity round). All-zero frequencies mean no "
-            "device answered in time."
-        )
+            "the perturbed reports of the devices each collection request asked.",
+            f"  {PEAK_LABEL}: LEVEL X of eps EPS (w=W) = the most any one user of that level "
+            "has spent in any W consecutive slots so far, read from the simulated devices' own "
+            "ledgers: the figure eps bounds (per user, per window). A slot's two rounds may ask "
+            "different users, each with its whole EPS (or an OPS share): the slot spends more "
+            "in total, no user does.",
+            "  truth = the true frequencies of the simulated devices' values in that slot, "
+            "known to the demo only (the service never sees a true value): the gap to the "
+            "release is what the noise, and a repeat's staleness, cost. The demo also says "
+            "when asked devices did not answer before their request's deadline.",
+        ]
     if any(not s.local for s in settings.streams):
         lines.append(
             "  A user counts once per slot: its further events in the same slot are dropped as "
@@ -229,6 +255,66 @@ def format_release(
     exact = " ".join(f"{lab}={x}".ljust(len(cell)) for lab, x, cell in pairs)
     error = sum(abs(float(x) - t) for x, t in zip(values, truth, strict=True)) / len(truth)
     return f"{line}\n{'truth'.rjust(len(head) - 3)} | {exact} | mean error {error:.1f}"
+
+
+def format_local(
+    settings: Settings,
+    rel: dict[str, Any],
+    post: str,
+    answers: SlotAnswers | None,
+    peaks: dict[int, Fraction],
+) -> str:
+    """A local release as the simulated devices saw it: the release and, per level, the most
+    one user spent in any w-window so far (``peaks``, from the devices' ledgers); under it the
+    slot's true frequencies and the mean error; then how many asked devices did not answer
+    before the deadline, or refused (``answers``; None: no request of the slot reached them).
+    """
+    stream = settings.stream(rel["stream"])
+    values = rel["histogram"] if post == "none" else post_process(rel["histogram"], True)
+    cells = [f"{lab}={x:.3f}" for lab, x in zip(stream.labels, values, strict=True)]
+    kind = "fresh " if rel["fresh"] else "repeat"
+    head = f"{rel['stream']} slot {rel['slot']} {utc_time(rel['start'])} {kind} | "
+    spend = ", ".join(
+        f"{lv.name} {float(peaks.get(k, 0)):.3g} of eps {lv.eps:g} (w={lv.w})"
+        for k, lv in enumerate(stream.levels)
+    )
+    lines = [f"{head}{' '.join(cells)} | {PEAK_LABEL}: {spend}"]
+    if answers is not None and answers.truth is not None:
+        pairs = zip(stream.labels, answers.truth, cells, strict=True)
+        exact = " ".join(f"{lab}={x:.3f}".ljust(len(cell)) for lab, x, cell in pairs)
+        diffs = [abs(float(x) - t) for x, t in zip(values, answers.truth, strict=True)]
+        error = sum(diffs) / len(diffs)
+        lines.append(f"{'truth'.rjust(len(head) - 3)} | {exact} | mean error {error:.3f}")
+    slot = rel["slot"]
+    empty = not any(float(x) for x in rel["histogram"])
+    if answers is None:
+        lines.append(
+            f"  no collection request of slot {slot} reached the devices before its deadline"
+            + (": nothing to estimate" if empty else "")
+        )
+    else:
+        if empty and answers.late < answers.asked:
+            lines.append(
+                "  all-zero frequencies: no estimate yet (the service counted no report of "
+                f"slot {slot} or of the slots before it)"
+            )
+        if answers.late:
+            lines.append(
+                f"  {answers.late} of {answers.asked} devices asked did not answer slot {slot} "
+                "before its deadline"
+                + (
+                    " (none answered in time: the machine may be too busy for this many "
+                    "simulated devices)"
+                    if answers.late >= answers.asked
+                    else ""
+                )
+            )
+        if answers.refused:
+            lines.append(
+                f"  {answers.refused} of {answers.asked} devices asked refused slot {slot} "
+                "(their own ledger, clock or level)"
+            )
+    return "\n".join(lines)
 
 
 def check_streams(settings: Settings, local: bool) -> None:
@@ -327,14 +413,16 @@ def _run_demo(args: argparse.Namespace) -> int:
         print(header(settings), flush=True)
         post = getattr(args, "post", "none")
         truth = Truth()
+        watch = DeviceWatch(truth)  # what only the simulated devices know (demo only)
         threads.append(
             threading.Thread(
-                target=_print_releases, args=(settings, topics, stop, post, truth, truth_file)
+                target=_print_releases,
+                args=(settings, topics, stop, post, truth, truth_file, watch),
             )
         )
         if local:
             threads.append(
-                threading.Thread(target=_simulate_devices, args=(settings, topics, stop))
+                threading.Thread(target=_simulate_devices, args=(settings, topics, stop, watch))
             )
         for stream in settings.streams:
             if stream.local:

@@ -90,7 +90,9 @@ class Truth:
 
     Counted as the service counts: one value per user and slot, the user's first event of the
     slot (later ones are duplicates). Kept for the last :attr:`keep` slots of each stream. This
-    is the data itself: only the demo shows it, next to the releases, on synthetic users.
+    is the data itself: only the demo shows it, next to the releases, on synthetic users. Local
+    streams' truths (the simulated devices' value frequencies) arrive whole through
+    :meth:`put` (:class:`app.tools.simulator.DeviceWatch`).
 
     >>> from app.stream.config import DEFAULT_STREAMS, load_streams
     >>> stream = load_streams(DEFAULT_STREAMS)[0]
@@ -105,7 +107,16 @@ class Truth:
         self.keep = keep
         self._slots: dict[str, dict[int, dict[str, int]]] = {}
         self._d: dict[str, int] = {}
+        self._given: dict[str, dict[int, list[float]]] = {}
         self._lock = threading.Lock()
+
+    def put(self, stream_id: str, slot: int, histogram: list[float]) -> None:
+        """A slot's whole true histogram (a local stream's frequencies), for :meth:`dump`."""
+        with self._lock:
+            slots = self._given.setdefault(stream_id, {})
+            slots[slot] = list(histogram)
+            for old in [s for s in slots if s <= slot - self.keep]:
+                del slots[old]
 
     def add(self, stream: StreamConfig, ts: float, user: str, value: int) -> None:
         slot = stream.slots.slot_of(ts)
@@ -121,7 +132,14 @@ class Truth:
         for the worker's status page in the demo."""
         with self._lock:
             keys = [(sid, list(slots)) for sid, slots in self._slots.items()]
-        doc = {sid: {str(s): self.histogram(sid, s) for s in slots} for sid, slots in keys}
+            given = {
+                sid: {str(s): h for s, h in slots.items()} for sid, slots in self._given.items()
+            }
+        doc: dict[str, dict[str, Any]] = {
+            sid: {str(s): self.histogram(sid, s) for s in slots} for sid, slots in keys
+        }
+        for sid, slots in given.items():
+            doc.setdefault(sid, {}).update(slots)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc))
         tmp.replace(path)

@@ -17,9 +17,19 @@ True values (``--values``):
 
 * ``synthetic:<law>`` (``sin``, ``log``, ``tlns``/``lns``): at the mechanism's slot ``t`` every
   device holds 1 with probability ``p_t`` (the papers' binary streams,
-  :mod:`app.bench.synthetic`), else 0;
+  :mod:`app.bench.synthetic`), else 0; ``synthetic:wave`` is the demo's law,
+  ``p_t = 0.5 + 0.4 sin(2 pi t / 16)``, a full swing every 16 slots (about a minute at 4 s
+  slots), so an adaptive mechanism sees enough change to publish most slots;
 * ``dataset:<name>`` (:func:`app.bench.datasets.load`): device ``i`` holds user ``i mod N``'s
   value at slot ``(t - 1) mod T``; a device without a record in that slot does not answer.
+
+A device's value is drawn once per slot: both rounds of a slot see the same values.
+
+With a :class:`DeviceWatch` (``dpstream demo`` only), the simulator also records what only the
+devices know: per slot, the true frequencies of their values, how many devices were asked and
+how many did not answer before the request's deadline; per level, the most one device spent in
+any window of its ``w`` slots, read from the devices' own ledgers. This is synthetic data the
+simulator made up; nothing of it comes from, or goes to, the service.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import msgpack
@@ -36,14 +47,27 @@ import numpy.typing as npt
 
 from app.client.clock import When
 from app.client.device import Enrollment
-from app.client.fleet import Fleet
-from app.dp.local.wire import CollectionRequest
+from app.client.fleet import Answer, Fleet
+from app.dp.local.wire import CollectionRequest, mask_users
 from app.stream.collect.partitioning import PRODUCER_CONFIG
 
 log = logging.getLogger(__name__)
 
 SYNTHETIC_SLOTS = 100_000
 """Slots of ``p_t`` precomputed for ``synthetic:<law>`` (the law repeats after them)."""
+
+WAVE_SLOTS = 16
+"""The period, in slots, of ``synthetic:wave``."""
+
+
+def wave(slots: int) -> npt.NDArray[np.float64]:
+    """``p_t = 0.5 + 0.4 sin(2 pi t / WAVE_SLOTS)`` for ``t = 1..slots`` (the demo's law).
+
+    >>> [round(float(p), 2) for p in wave(8)]
+    [0.65, 0.78, 0.87, 0.9, 0.87, 0.78, 0.65, 0.5]
+    """
+    t = np.arange(1, slots + 1, dtype=np.float64)
+    return np.asarray(0.5 + 0.4 * np.sin(2 * np.pi * t / WAVE_SLOTS), dtype=np.float64)
 
 
 class ValueSource:
@@ -54,7 +78,10 @@ class ValueSource:
         self.devices, self.rng = devices, rng
         self._p: npt.NDArray[np.float64] | None = None
         self._values: npt.NDArray[Any] | None = None
-        if kind == "synthetic":
+        self._last: tuple[int, npt.NDArray[np.int64]] | None = None
+        if kind == "synthetic" and name == "wave":
+            self._p = wave(SYNTHETIC_SLOTS)
+        elif kind == "synthetic":
             from app.bench.synthetic import probabilities
 
             self._p = probabilities(name or "sin", SYNTHETIC_SLOTS, rng)
@@ -69,14 +96,19 @@ class ValueSource:
             raise ValueError(f"values must be synthetic:<law> or dataset:<name>, got {spec!r}")
 
     def at(self, t: int) -> npt.NDArray[np.int64]:
-        """Values of devices ``0 .. devices-1`` at slot ``t`` (-1: no value)."""
+        """Values of devices ``0 .. devices-1`` at slot ``t`` (-1: no value); drawn once per
+        slot, so the rounds of a slot see the same values."""
+        if self._last is not None and self._last[0] == t:
+            return self._last[1]
         if self._p is not None:
             p = self._p[(t - 1) % self._p.shape[0]]
             out: npt.NDArray[np.int64] = (self.rng.random(self.devices) < p).astype(np.int64)
-            return out
-        assert self._values is not None
-        row = self._values[(t - 1) % self._values.shape[0]]
-        return np.asarray(row[np.arange(self.devices) % row.shape[0]], dtype=np.int64)
+        else:
+            assert self._values is not None
+            row = self._values[(t - 1) % self._values.shape[0]]
+            out = np.asarray(row[np.arange(self.devices) % row.shape[0]], dtype=np.int64)
+        self._last = (t, out)
+        return out
 
 
 @dataclass
@@ -97,6 +129,94 @@ class Stats:
             f"refused={self.refused} clock_refused={self.clock_refused} "
             f"no_value={self.no_value} duplicates={self.duplicates}"
         )
+
+
+@dataclass
+class SlotAnswers:
+    """What the devices of one stream did for one (wall-clock) slot, over its rounds."""
+
+    asked: int = 0
+    """Devices asked (summed over the slot's rounds)."""
+    late: int = 0
+    """Asked devices whose answer was not on the broker before the round's deadline: the
+    request reached them after it, or their reports were sent after it."""
+    refused: int = 0
+    """Asked devices that refused (own ledger, clock or level)."""
+    truth: list[float] | None = None
+    """The true frequency of each value among the devices with a value."""
+
+
+class DeviceWatch:
+    """What only the simulated devices know (``dpstream demo``): per stream and slot a
+    :class:`SlotAnswers`, and per stream and level the most one device spent in any window of
+    its level's ``w`` slots (:data:`~app.dp.budget.PEAK_LABEL`), from the devices' ledgers.
+
+    With ``truth`` (:class:`~app.tools.produce.Truth`), each slot's true frequencies also go
+    there, for the status page. Keeps the last ``keep`` slots of each stream; thread-safe.
+    """
+
+    def __init__(self, truth: Any = None, keep: int = 64) -> None:
+        self.truth, self.keep = truth, keep
+        self._slots: dict[str, dict[int, SlotAnswers]] = {}
+        self._peaks: dict[str, dict[int, Fraction]] = {}
+        self._lock = threading.Lock()
+
+    def slot(self, stream_id: str, slot: int) -> SlotAnswers | None:
+        """The devices' answers for ``slot`` (None: no request of it reached the devices)."""
+        with self._lock:
+            return self._slots.get(stream_id, {}).get(slot)
+
+    def peaks(self, stream_id: str) -> dict[int, Fraction]:
+        """Level index -> the most one device of that level spent in any window of ``w``
+        slots, in eps (levels without a report yet: absent)."""
+        with self._lock:
+            return dict(self._peaks.get(stream_id, {}))
+
+    def record(
+        self,
+        stream: Any,
+        slot: int,
+        values: npt.NDArray[np.int64],
+        asked: int,
+        late: int = 0,
+        refused: int = 0,
+        spent: dict[int, Fraction] | None = None,
+    ) -> None:
+        """One round of ``slot``: the devices' values, how many were asked, answered late or
+        refused, and per level the largest window spend of a device that reported."""
+        have = values[values >= 0]
+        counts = np.bincount(have, minlength=stream.d)[: stream.d]
+        truth = [float(c) / max(1, have.size) for c in counts]
+        with self._lock:
+            slots = self._slots.setdefault(stream.id, {})
+            s = slots.setdefault(slot, SlotAnswers())
+            s.asked, s.late, s.refused, s.truth = (
+                s.asked + asked,
+                s.late + late,
+                s.refused + refused,
+                truth,
+            )
+            for old in [k for k in slots if k <= slot - self.keep]:
+                del slots[old]
+            peaks = self._peaks.setdefault(stream.id, {})
+            for level, x in (spent or {}).items():
+                peaks[level] = max(x, peaks.get(level, Fraction(0)))
+        if self.truth is not None:
+            self.truth.put(stream.id, slot, truth)
+
+
+def _window_spent(fleet: Fleet, answer: Answer, slot: int) -> dict[int, Fraction]:
+    """Per level, the most a device that reported in ``answer`` spent in its window of ``w``
+    slots ending at ``slot`` (its own ledger; a device's sums only grow at its reports, so the
+    maximum over these is the maximum over every window)."""
+    out: dict[int, int] = {}
+    ledgers: dict[int, Any] = {}
+    for report in answer.reports:
+        device = fleet.devices[report.user]
+        units = device.ledger.window(slot)
+        if units > out.get(device.group, -1):
+            out[device.group], ledgers[device.group] = units, device.ledger
+    return {g: ledgers[g].budget.to_fraction(u) for g, u in out.items()}
 
 
 def enrollments(stream: Any, devices: int) -> list[Enrollment]:
@@ -160,6 +280,7 @@ def run_devices(
     stats: Stats | None = None,
     tolerance_s: float | None = None,
     preferences_topic: str | None = None,
+    watch: DeviceWatch | None = None,
 ) -> Stats:
     """Answer ``stream``'s requests with ``devices`` simulated devices until ``stop`` is set.
 
@@ -167,7 +288,8 @@ def run_devices(
     ``tolerance_s`` is how far the devices' clock may disagree with the service's (None:
     :class:`~app.client.clock.DeviceClock`'s default, 2 s capped at a quarter slot). With
     ``preferences_topic``, the devices of a personalized stream first publish their levels
-    (:func:`choose_levels`).
+    (:func:`choose_levels`). With ``watch``, every request is also recorded there
+    (:class:`DeviceWatch`).
     """
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -208,8 +330,13 @@ def run_devices(
             received = time.time()  # the devices' own clock
             if req.get("stream") != stream.id:
                 continue
-            if received > float(req["deadline"]):
+            deadline = float(req["deadline"])
+            if received > deadline:
                 stats.expired += 1
+                if watch is not None:
+                    late = CollectionRequest.from_dict(req["request"])
+                    asked = int(mask_users(late, devices).sum())
+                    watch.record(stream, int(req["slot"]), values.at(late.slot), asked, asked)
                 continue
             if msg.value() in answered:
                 stats.duplicates += 1  # re-sent after a service restart: answered already
@@ -217,9 +344,8 @@ def run_devices(
             answered.add(msg.value() or b"")
             request = CollectionRequest.from_dict(req["request"])
             stats.requests += 1
-            answer = fleet.respond(
-                request, values.at(request.slot), rng, When.on_wire(req, received)
-            )
+            truth = values.at(request.slot)
+            answer = fleet.respond(request, truth, rng, When.on_wire(req, received))
             for report in answer.reports:
                 body = report.to_dict()
                 body["stream"] = stream.id
@@ -227,6 +353,18 @@ def run_devices(
                     reports_topic, key=str(report.user).encode(), value=msgpack.packb(body)
                 )
             producer.flush(30)
+            if watch is not None:
+                refused = len(answer.refused) + len(answer.clock_refused)
+                sent = len(answer.reports)
+                watch.record(
+                    stream,
+                    int(req["slot"]),
+                    truth,
+                    sent + refused + answer.no_value,
+                    sent if time.time() > deadline else 0,
+                    refused,
+                    _window_spent(fleet, answer, request.slot),
+                )
             stats.reports += len(answer.reports)
             stats.refused += len(answer.refused)
             stats.clock_refused += len(answer.clock_refused)

@@ -49,3 +49,40 @@ def test_the_demos_truth_file_is_drawn_as_ticks(
     assert "<title>slot 10 truth = 2</title>" in chart and "exact counts of the demo" in chart
     path.write_text("not json")
     assert status.demo_truth(stream.id) == {}
+
+
+def test_a_local_streams_truth_is_the_devices_frequencies(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Local demo: the simulated devices' true frequencies arrive whole (Truth.put) and are
+    drawn like the central counts, named as frequencies."""
+    from app.tools.demo import LOCAL_STREAMS
+
+    stream = load_settings({}, config=LOCAL_STREAMS).streams[0]
+    truth = Truth()
+    truth.put(stream.id, 10, [0.25, 0.75])
+    path = tmp_path / "truth.json"
+    truth.dump(path)
+    monkeypatch.setenv(status.DEMO_TRUTH_ENV, str(path))
+    chart = status._chart(stream, _releases(stream.id, stream.d))
+    assert "<title>slot 10 truth = 0.75</title>" in chart
+    assert "true frequencies of the simulated devices" in chart
+
+
+def test_local_cohort_bars_are_labelled_per_user_per_window_and_not_alarming() -> None:
+    """Issue 23 item 11: the bar is the most one user spent in the last w slots; for a cohort
+    mechanism it reaches eps by design, which the page says instead of painting it red."""
+    from fractions import Fraction
+
+    from app.dp.types import WindowSpend
+    from app.tools.demo import LOCAL_STREAMS
+
+    stream = load_settings({}, config=LOCAL_STREAMS).streams[0]
+    window = [WindowSpend(5, 2.0, Fraction(2))]
+    html = "\n".join(status._stream_section(stream, _releases(stream.id, stream.d), window, 11))
+    assert status.WINDOW_LABEL in html and "2 of eps 2 (100%)" in html
+    assert status.BUDGET_HIGH_COLOR not in html and "not the budget running out" in html
+    central = load_settings({}, config=DEFAULT_STREAMS).streams[0]
+    full = [WindowSpend(lv.w, lv.eps, Fraction(repr(lv.eps))) for lv in central.levels]
+    html = "\n".join(status._stream_section(central, _releases(central.id, central.d), full, 11))
+    assert status.BUDGET_HIGH_COLOR in html

@@ -29,11 +29,12 @@ def release(stream: str, spent: dict[str, float], histogram: list[float]) -> dic
 
 
 def test_local_population_division_shows_what_one_user_spent() -> None:
-    """LPA's two rounds ask disjoint cohorts, each with the whole eps: a user spent eps (2), not
-    the rounds' sum (4), which would read as an overspend of eps=2."""
+    """LPD's two rounds ask disjoint cohorts, each with the whole eps: a user spent eps (2), not
+    the rounds' sum (4), which would read as an overspend of eps=2 (without the demo's devices
+    to ask, the line shows the slot's per-user figure)."""
     settings = settings_of(demo.LOCAL_STREAMS)
     stream = settings.streams[0]
-    assert stream.mechanism == "lpa" and stream.levels[0].eps == 2.0
+    assert stream.mechanism == "lpd" and stream.levels[0].eps == 2.0
     line = demo.format_release(settings, release(stream.id, {"standard": 4.0}, [0.9, 0.1]))
     assert line.endswith("| eps per asked user: standard 2 of 2 (w=5)")
     assert demo.per_user_spent(stream, 0.0, "standard") == 0.0
@@ -134,3 +135,92 @@ def test_a_local_release_with_no_report_says_the_devices_did_not_answer() -> Non
     fine = demo.format_release(settings, release(stream.id, {"standard": 2.0}, [0.4, 0.6]))
     assert "no device answered" not in fine
     assert "per user, per window" in demo.header(settings)
+
+
+def local_release(stream: str, histogram: list[float], slot: int = 12) -> dict[str, object]:
+    rel = release(stream, {"standard": 4.0}, histogram)
+    rel["slot"], rel["start"] = slot, 48.0
+    return rel
+
+
+def test_local_line_shows_the_per_window_figure_the_truth_and_who_was_late() -> None:
+    """Issue 23 items 9 and 11: the local demo line names the figure eps bounds, shows the
+    devices' true frequencies under the release, and says how many devices did not answer."""
+    from fractions import Fraction
+
+    from app.tools.simulator import SlotAnswers
+
+    settings = settings_of(demo.LOCAL_STREAMS)
+    stream = settings.streams[0]
+    answers = SlotAnswers(asked=40, late=3, refused=0, truth=[0.4, 0.6])
+    text = demo.format_local(
+        settings, local_release(stream.id, [0.41, 0.59]), "none", answers, {0: Fraction(2)}
+    )
+    first, second, third = text.splitlines()
+    assert " 00:00:48Z fresh " in first
+    assert first.endswith("| max per-user spend in any w-window: standard 2 of eps 2 (w=5)")
+    assert second.lstrip().startswith("truth | idle=0.400 active=0.600")
+    assert second.endswith("mean error 0.010") and first.index("| idle=") == second.index("| idle=")
+    assert third == "  3 of 40 devices asked did not answer slot 12 before its deadline"
+
+
+def test_local_line_says_when_no_device_answered_or_none_was_asked() -> None:
+    from app.tools.simulator import SlotAnswers
+
+    settings = settings_of(demo.LOCAL_STREAMS)
+    personal = settings.stream("app-usage-personal")
+    zero = local_release(personal.id, [0.0, 0.0])
+    text = demo.format_local(settings, zero, "none", SlotAnswers(40, 40, 2, [0.5, 0.5]), {})
+    assert "private 0 of eps 1 (w=10), open 0 of eps 2 (w=5)" in text
+    assert "40 of 40 devices asked did not answer slot 12 before its deadline (none" in text
+    assert "2 of 40 devices asked refused slot 12" in text
+    text = demo.format_local(settings, zero, "none", None, {})
+    assert "no collection request of slot 12 reached the devices" in text
+    text = demo.format_local(settings, zero, "none", SlotAnswers(40, 0, 0, [0.5, 0.5]), {})
+    assert "all-zero frequencies: no estimate yet" in text
+
+
+def test_the_watch_keeps_truth_and_the_devices_largest_window_spend() -> None:
+    """The simulated devices' own ledgers give the per-user, per-window figure: an LPU device
+    reports once per window with the whole eps, whatever the rounds add up to."""
+    import numpy as np
+
+    from app.client.clock import When
+    from app.client.device import Enrollment
+    from app.client.fleet import Fleet
+    from app.dp.local import LPU
+    from app.dp.local.wire import Tally
+    from app.tools.produce import Truth
+    from app.tools.simulator import DeviceWatch, _window_spent
+
+    settings = settings_of(demo.LOCAL_STREAMS)
+    stream = settings.streams[0]
+    service = LPU(d=2, eps=2.0, w=2, users=8)
+    fleet = Fleet([Enrollment(user=i, w=2, eps=2.0, slot_s=1.0, origin_s=0.0) for i in range(8)])
+    truth = Truth()
+    watch = DeviceWatch(truth)
+    values = np.array([0, 1, 1, 1, 0, 1, 1, 1])
+    for t in (1, 2):
+        request = service.open_slot(np.random.default_rng(t))
+        answer = fleet.respond(request, values, np.random.default_rng(0), When.offline(t))
+        watch.record(stream, 100 + t, values, 4, 0, 0, _window_spent(fleet, answer, t))
+        nothing = Tally(t, "publication", np.zeros((1, 2), dtype=np.int64), np.zeros(1, np.int64))
+        service.on_tally(nothing, np.random.default_rng(0))
+        service.close_slot()
+    assert watch.peaks(stream.id) == {0: 2}
+    answers = watch.slot(stream.id, 101)
+    assert answers is not None and answers.asked == 4 and answers.truth == [0.25, 0.75]
+    assert watch.slot(stream.id, 99) is None
+
+
+def test_device_values_are_drawn_once_per_slot_and_the_wave_swings() -> None:
+    import numpy as np
+
+    from app.tools.simulator import WAVE_SLOTS, ValueSource, wave
+
+    source = ValueSource("synthetic:wave", 1000, 2, np.random.default_rng(0))
+    first = source.at(3)
+    assert source.at(3) is first  # both rounds of a slot see the same values
+    assert abs(first.mean() - wave(3)[2]) < 0.05
+    p = wave(WAVE_SLOTS)
+    assert p.min() == pytest.approx(0.1) and p.max() == pytest.approx(0.9)

@@ -118,9 +118,10 @@ def render(stream: StreamConfig, entry: LedgerEntry) -> str:
 STATUS_LEGEND = [
     "status: publish = a newly noised histogram was released;",
     "        skip = the last release was repeated, no publication budget spent (the",
-    "        change looked too small; for sample: not the window's sampling slot);",
-    "        nullified = (BA, PBA) an earlier publication used this slot's share in advance,",
-    "        so the last release was repeated without looking at the data.",
+    "        change looked too small; for sample: not the window's sampling slot; local",
+    "        mode: also when no report of the round came in time);",
+    "        nullified = (BA, PBA, LBA, LPA, PLPA) an earlier publication used this slot's",
+    "        share in advance, so the last release was repeated without looking at the data.",
 ]
 """What ``ledger show`` prints under the last releases, once."""
 

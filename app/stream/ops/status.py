@@ -239,9 +239,10 @@ def _asks_cohorts(config: StreamConfig) -> bool:
 
 
 DEMO_TRUTH_ENV = "DPSTREAM_DEMO_TRUTH_FILE"
-"""Set by ``dpstream demo`` only: a JSON file ``{stream: {slot: counts}}`` of the synthetic
-events' exact counts, drawn over the releases so a newcomer sees what the noise costs. Exact
-data: never set it for a real stream."""
+"""Set by ``dpstream demo`` only: a JSON file ``{stream: {slot: histogram}}`` of the synthetic
+events' exact counts (local streams: the simulated devices' true frequencies), written by the
+demo process and drawn over the releases so a newcomer sees what the noise costs. Exact data:
+never set it for a real stream."""
 TRUTH_COLOR = "#000000"
 
 
@@ -314,10 +315,15 @@ def _chart(config: StreamConfig, releases: list[dict[str, Any]]) -> str:
         "</svg>",
     ]
     if truth:
+        what = (
+            "the true frequencies of the simulated devices' values"
+            if config.local
+            else "the exact counts of the demo's synthetic events"
+        )
         out.append(
-            "<p class='note'>Black ticks: the <b>truth</b>, the exact counts of the demo's "
-            "synthetic events in that slot (shown by <code>dpstream demo</code> only): the gap "
-            "to each bar is what the noise, or a repeat's staleness, costs.</p>"
+            f"<p class='note'>Black ticks: the <b>truth</b>, {what} in that slot (shown by "
+            "<code>dpstream demo</code> only, on data it made up): the gap to each bar is what "
+            "the noise, or a repeat's staleness, costs.</p>"
         )
     return "\n".join(out)
 
