@@ -268,7 +268,7 @@ def run_cli(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - began
     if args.out and not args.from_csv:
         write_csv(rows, args.out / "pldp-results.csv")
-    from app.bench.pldp_claims import markdown
+    from app.bench.report.claims.pldp import markdown
 
     if args.out:
         from app.bench.pldp_plots import plot_all

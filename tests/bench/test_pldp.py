@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.bench import pldp, pldp_claims
+from app.bench import pldp
 from app.bench.pldp_plots import plot_all
+from app.bench.report.claims import pldp as pldp_claims
 from app.bench.report.claims.common import Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"

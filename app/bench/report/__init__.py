@@ -3,10 +3,13 @@ command (``dpstream bench results``). One module per job:
 
 ==================== ===============================================================
 :mod:`.runs`         the (preset, dataset) runs, running or reusing them, the machine
-:mod:`.papers`       the papers' published numbers, as data
-:mod:`.evidence`     the runs' means over seeds, as the claims read them
+:mod:`.stored`       the stored runs of ``bench pldp | wn | optstream``, run or reused
+:mod:`.checks`       the tests behind the claims that are deterministic checks
+:mod:`.papers`       per paper: published numbers; PLDP-IDS, (w,n)-DP, OptStream: section
+:mod:`.evidence`     the grid runs' means over seeds, as the claims read them
 :mod:`.claims`       one module per paper, one function per claim, typed verdicts
-:mod:`.render`       the Markdown report
+:mod:`.markdown`     the pieces every section shares (claims table, closing list)
+:mod:`.render`       the Markdown report: header, PWSM, LDP-IDS, runs, cost
 :mod:`.regenerate`   the whole command: runs, cost, figures, claims, report
 ==================== ===============================================================
 

@@ -1,10 +1,11 @@
 """``dpstream bench results``: run (or reuse) every run, run the cost benchmark if missing,
-copy the figures next to the report, check the claims and write RESULTS.md.
+copy the figures next to the report, check the claims and write RESULTS.md whole.
 
-Only the sections the report renders are rewritten; hand-written ``## `` sections of the old file
-(the (w,n)-DP and OptStream ones) are kept where they were (:mod:`app.bench.report.sections`),
-and the header's ``Summary:`` line counts the verdicts of every paper, kept sections included.
-Hand edits *inside* a rendered section are lost."""
+The preset grid (PWSM, LDP-IDS) runs into ``out_root`` (:mod:`.runs`); the other papers' verbs
+(PLDP-IDS, (w,n)-DP, OptStream) keep their stored runs in the figures folder beside their PNGs
+(:mod:`.stored`), and the claims that are deterministic checks run their tests
+(:mod:`.checks`). Every section is rendered: nothing of the old file survives, so a hand edit
+belongs in the code that renders it."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from app.bench.report.checks import run_checks
 from app.bench.report.claims import claims
+from app.bench.report.claims.common import Claim
 from app.bench.report.evidence import population, zero_release_amre
+from app.bench.report.papers import optstream, pldp, wn
 from app.bench.report.render import closing_note, cost_section, render
 from app.bench.report.runs import RUNS, Done, recorded_machine, run_all
-from app.bench.report.sections import keep_foreign, with_summary
+from app.bench.report.stored import Produced, ensure
 
 __all__ = ["copy_figures", "regenerate"]
 
@@ -73,8 +77,13 @@ def regenerate(
     jobs: int | None = None,
     runs: Sequence[tuple[str, str]] = RUNS,
     runner: Callable[..., Any] = run_all,
+    stored: Callable[..., dict[str, Produced]] = ensure,
+    checks: Callable[[], dict[str, bool | None]] = run_checks,
 ) -> Path:
-    """Run (or reuse) every run, run the cost benchmark if missing, write the report."""
+    """Run (or reuse) every run, run the cost benchmark if missing, write the report.
+
+    ``runner`` runs the preset grid, ``stored`` the other papers' stored runs (in the figures
+    folder) and ``checks`` the tests behind the deterministic claims; tests pass stubs."""
     began = time.perf_counter()
     done: Done = runner(out_root, quick=quick, reuse=reuse, jobs=jobs, runs=runs)
     cost = Path(cost_dir)
@@ -83,13 +92,21 @@ def regenerate(
     link_root = path.resolve().parent
     figs = Path(figures) if Path(figures).is_absolute() else link_root / figures
     copy_figures(Path(out_root), figs, done, cost)
+    produced = stored(figs, reuse=reuse, quick=quick)
+    passed = checks()
     walls = [w for _, _, w in done.values() if not math.isnan(w)]
+    walls += [p.wall_s for p in produced.values() if not math.isnan(p.wall_s)]
     total = sum(walls) if reuse else time.perf_counter() - began
     machine = recorded_machine(out_root)
     floors, populations = _facts(done)
+    others: list[tuple[list[Claim], list[str]]] = [
+        pldp.section(produced, link_root),
+        wn.section(produced, link_root, passed.get("wn_invariants")),
+        optstream.section(produced, link_root, passed.get("theorem12")),
+    ]
     text = render(
         done,
-        claims(done, floors, populations),
+        claims(done, floors, populations) + [c for items, _ in others for c in items],
         figures=figs,
         link_root=link_root,
         cost_lines=cost_section(cost, figs / "cost", link_root, machine),
@@ -97,7 +114,7 @@ def regenerate(
         command="dpstream bench results" + (" --quick" if quick else ""),
         total_s=total,
         machine=machine,
+        sections=[lines for _, lines in others],
     )
-    old = path.read_text() if path.exists() else ""
-    path.write_text(with_summary(keep_foreign(old, text)))
+    path.write_text(text)
     return path

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from app.bench.presets import summarize, sweep_means
 from app.bench.report.claims.common import MAGNITUDE_TOLERANCE, Claim, Means, Verdict, best
+from app.bench.report.markdown import claims_table, not_reproduced, rel
 from app.bench.report.papers import ldp_ids as ldp_ids_paper
 from app.bench.report.papers import pwsm as pwsm_paper
 from app.bench.report.runs import Done
 
 __all__ = [
     "HEADLINE_FIGURES",
-    "claims_table",
     "closing_note",
     "cost_section",
     "machine_line",
     "ratio_table",
     "render",
+    "summary",
 ]
 
 HEADLINE_FIGURES = (
@@ -62,15 +62,6 @@ LDP_INTRO = (
 )
 
 
-def _rel(path: Path, root: Path) -> str:
-    """``path`` relative to ``root`` (the report's folder), for Markdown links."""
-    return os.path.relpath(path, root)
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def machine_line(machine: Mapping[str, str] | None) -> str:
     """The machine the runs measured on, from the facts they recorded.
 
@@ -83,18 +74,6 @@ def machine_line(machine: Mapping[str, str] | None) -> str:
         f"Machine of the runs (recorded when they ran): {machine['platform']}, "
         f"{machine['cpus']} CPUs, Python {machine['python']}, numpy {machine['numpy']}."
     )
-
-
-def claims_table(items: Sequence[Claim]) -> list[str]:
-    """Markdown rows: # | claim | paper | dpstream | verdict | why."""
-    marks = {Verdict.AGREE: "**agree**", Verdict.DISAGREE: "**disagree**"}
-    lines = ["| # | claim | paper | dpstream | verdict | why |", "|---|---|---|---|---|---|"]
-    for c in items:
-        lines.append(
-            f"| {c.ref} | {_cell(c.claim)} | {_cell(c.paper_value)} | {_cell(c.measured)} | "
-            f"{marks.get(c.verdict, str(c.verdict))} | {_cell(c.why)} |"
-        )
-    return lines
 
 
 def _sizes(done: Done) -> list[str]:
@@ -173,7 +152,7 @@ def cost_section(
     for axis in ("d", "m", "N"):
         png = figures / f"cost_{axis}.png"
         if png.exists():
-            lines.append(f"![step time vs {axis}]({_rel(png, link_root)})")
+            lines.append(f"![step time vs {axis}]({rel(png, link_root)})")
     lines.append("")
     if replay_path.exists():
         lines += _replay_table(_csv_rows(replay_path))
@@ -247,10 +226,34 @@ def closing_note(cost_dir: Path, total_s: float, quick: bool) -> list[str]:
             f"({slow['step_us']} us per slot), far below the 60 s slot length."
         )
     lines.append(
-        f"All {'quick ' if quick else ''}preset runs behind this report took "
-        f"{total_s / 60:.1f} min of wall time."
+        f"All {'quick ' if quick else ''}runs behind this report (the preset grid and the papers' "
+        f"stored runs) took {total_s / 60:.1f} min of wall time."
     )
     return lines + [""]
+
+
+def summary(items: Sequence[Claim]) -> str:
+    """The header's count of verdicts, in total and paper by paper (agree/partly/disagree, and
+    not run where some are).
+
+    >>> a = Claim("P", "1", "c", "p", "m", Verdict.AGREE)
+    >>> summary([a, a, Claim("Q", "1", "c", "p", "m", Verdict.NOT_RUN)]).split("(")[1]
+    'agree/partly/disagree per paper: P 2/0/0; Q 0/0/0/1).'
+    """
+    papers = list(dict.fromkeys(c.paper for c in items))
+
+    def counts(mine: Sequence[Claim]) -> list[int]:
+        return [sum(c.verdict == v for c in mine) for v in Verdict]
+
+    total = counts(items)
+    per = []
+    for paper in papers:
+        a, p, d, n = counts([c for c in items if c.paper == paper])
+        per.append(f"{paper} {a}/{p}/{d}" + (f"/{n}" if n else ""))
+    return (
+        f"Summary: {total[0]} agree, {total[1]} partly, {total[2]} disagree, {total[3]} not run, "
+        f"over all {len(papers)} papers (agree/partly/disagree per paper: {'; '.join(per)})."
+    )
 
 
 def _header(
@@ -260,7 +263,6 @@ def _header(
     total_s: float,
     machine: Mapping[str, str] | None,
 ) -> list[str]:
-    counts = {v: sum(c.verdict == v for c in items) for v in Verdict}
     quick = any(p.quick for p, _, _ in done.values())
     return [
         "# RESULTS: the papers' headline claims, reproduced by dpstream",
@@ -279,14 +281,15 @@ def _header(
         "",
         machine_line(machine),
         "",
-        f"Summary: {counts[Verdict.AGREE]} agree, {counts[Verdict.PARTLY]} partly, "
-        f"{counts[Verdict.DISAGREE]} disagree, {counts[Verdict.NOT_RUN]} not run.",
+        summary(items),
         "",
-        "The PWSM and LDP-IDS sections, Runs, Figures and Cost are rendered from the runs above; "
-        "the PLDP-IDS, (w,n)-DP and OptStream sections are kept by hand from `dpstream bench "
-        "pldp | wn | optstream` runs, each with its command, load and wall time, and the Summary "
-        "line counts their verdict tables too. One verb per paper: `dpstream bench pwsm | "
-        "ldp-ids | pldp | optstream | wn` (`--figure`, `--quick`, `--out`).",
+        "Every section is rendered from stored runs: the PWSM and LDP-IDS sections, Runs, "
+        "Figures and Cost from the preset grid above, the PLDP-IDS, (w,n)-DP and OptStream "
+        "sections from the stored runs of `dpstream bench pldp | wn | optstream` (each with its "
+        "command, load and wall time; `app/bench/report/stored.py`), and every verdict by code "
+        "from the numbers (`app/bench/report/claims/`). One verb per paper: `dpstream bench "
+        "pwsm | ldp-ids | pldp | optstream | wn` (`--figure`, `--quick`, `--out`); `dpstream "
+        "bench results --reuse` rebuilds this file from the stored runs.",
         "",
     ]
 
@@ -295,7 +298,7 @@ def _figures(done: Done, figures: Path, link_root: Path) -> list[str]:
     lines = ["## Figures", ""]
     for (_, ds), (p, _, _) in done.items():
         pngs = sorted(figures.glob(f"{p.name}-{ds}/*.png"))
-        links = " ".join(f"[{png.stem}]({_rel(png, link_root)})" for png in pngs)
+        links = " ".join(f"[{png.stem}]({rel(png, link_root)})" for png in pngs)
         if pngs:
             lines.append(f"- {p.paper} {p.figure}, {ds}: {links}")
     lines += ["", "Headline figures:", ""]
@@ -303,17 +306,8 @@ def _figures(done: Done, figures: Path, link_root: Path) -> list[str]:
         if key in done:
             p = done[key][0]
             for png in sorted(figures.glob(f"{key[0]}-{key[1]}/{p.measure}*.png"))[:1]:
-                lines.append(f"![{key[0]} on {key[1]}]({_rel(png, link_root)})")
+                lines.append(f"![{key[0]} on {key[1]}]({rel(png, link_root)})")
     return lines
-
-
-def not_reproduced(items: Sequence[str]) -> list[str]:
-    """The closing list of a paper's section: what of its evaluation is not reproduced.
-
-    >>> not_reproduced(["Fig. 7"])
-    ['Not reproduced:', '', '- Fig. 7', '']
-    """
-    return ["Not reproduced:", "", *(f"- {item}" for item in items), ""]
 
 
 def render(
@@ -327,8 +321,10 @@ def render(
     command: str,
     total_s: float,
     machine: Mapping[str, str] | None = None,
+    sections: Sequence[Sequence[str]] = (),
 ) -> str:
-    """The whole RESULTS.md text."""
+    """The whole RESULTS.md text; ``sections`` are the other papers' sections, rendered by
+    their modules (:mod:`app.bench.report.papers`), placed after LDP-IDS."""
     lines = [
         *_header(done, items, command, total_s, machine),
         "## PWSM (Du et al., PVLDB 2025; spec seed-000 §6.6)",
@@ -348,6 +344,7 @@ def render(
         "",
         *_best_lines(done, "local", "mre"),
         *not_reproduced(ldp_ids_paper.NOT_REPRODUCED),
+        *(line for section in sections for line in section),
         "## Runs",
         "",
         *_sizes(done),

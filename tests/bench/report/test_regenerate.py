@@ -8,6 +8,7 @@ import json
 from app.bench.presets import resolve
 from app.bench.report import runs
 from app.bench.report.regenerate import regenerate
+from app.bench.report.stored import STORED, ensure, latest
 
 MACHINE = {"platform": "Linux-recorded", "cpus": "2", "python": "3.11.9", "numpy": "2.1.0"}
 
@@ -23,8 +24,14 @@ def _rows():
     ]
 
 
-def test_regenerate_copies_figures_and_names_the_recorded_machine(tmp_path):
-    cost, out = tmp_path / "cost", tmp_path / "runs"
+def _none(root, **_):
+    """No stored run of the other papers: their sections say "not run"."""
+    return {}
+
+
+def _cost(tmp_path):
+    """A finished cost run (its slopes), so that the report runs no cost benchmark."""
+    cost = tmp_path / "cost"
     cost.mkdir()
     with (cost / "cost_slopes.csv").open("w", newline="") as fh:
         w = csv.DictWriter(
@@ -44,6 +51,11 @@ def test_regenerate_copies_figures_and_names_the_recorded_machine(tmp_path):
                     **MACHINE,
                 }
             )
+    return cost
+
+
+def test_regenerate_copies_figures_and_names_the_recorded_machine(tmp_path):
+    cost, out = _cost(tmp_path), tmp_path / "runs"
     (cost / "cost_d.png").write_bytes(b"png")
     (out / "pwsm-eps-sin").mkdir(parents=True)
     (out / "pwsm-eps-sin" / "amre_vs_eps.png").write_bytes(b"png")
@@ -52,7 +64,9 @@ def test_regenerate_copies_figures_and_names_the_recorded_machine(tmp_path):
     def runner(out_root, **_):
         return {("pwsm-eps", "sin"): (resolve("pwsm-eps", dataset="sin"), _rows(), 30.0)}
 
-    path = regenerate(tmp_path / "R.md", out, "figs", cost, reuse=True, runner=runner)
+    path = regenerate(
+        tmp_path / "R.md", out, "figs", cost, reuse=True, runner=runner, stored=_none, checks=dict
+    )
     text = path.read_text()
     assert (tmp_path / "figs" / "pwsm-eps-sin" / "amre_vs_eps.png").exists()
     assert "![step time vs d](figs/cost/cost_d.png)" in text
@@ -61,17 +75,136 @@ def test_regenerate_copies_figures_and_names_the_recorded_machine(tmp_path):
     assert "wall time 0.5 min)" in text and "shared" not in text
 
 
-def test_regenerate_keeps_the_hand_written_sections_of_the_old_file(tmp_path):
-    cost, out = tmp_path / "cost", tmp_path / "runs"
-    cost.mkdir()
+PAPER_RANK = {
+    "lpd": 9.0,
+    "lpa": 8.0,
+    "lpd-proj": 7.0,
+    "lpa-proj": 6.0,
+    "plbd-rp": 5.5,
+    "plba-rp": 5.0,
+    "plpd": 4.0,
+    "plbd-ops": 3.9,
+    "plpd+": 3.5,
+    "plba-ops": 3.0,
+    "plpa": 2.0,
+    "plpa+": 1.0,
+}
+
+
+def _write(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _stored_fixture(root):
+    """Tiny outputs of every stored run (two points a sweep, two seeds): what
+    ``dpstream bench pldp | wn | optstream`` and the report's own steps write."""
+    _write(
+        root / "pldp-results.csv",
+        [
+            {"sweep": sweep, "dataset": ds, "mechanism": m, "eps": e, "w": w, "users": 600,
+             "slots": 40, "d": 5, "seed": seed, "step": 40, "levels": 1,
+             "amse": v * (1 + seed) / e * w / 40, "publications": 3, "run_s": 0.1, "ajsd": v}
+            for sweep, points in (("eps", ((1.0, 120), (2.0, 120))), ("w", ((1.5, 40), (1.5, 80))))
+            for ds in ("tdrive", "sin")
+            for e, w in points
+            for m, v in PAPER_RANK.items()
+            for seed in (0, 1)
+        ],
+    )  # fmt: skip
+    mechs = {"rescuedp": 1.0, "str": 2.0, "stbd": 3.0, "bd": 4.0, "wn_uniform": 5.0}
+    _write(
+        root / "wn" / "trajectory.csv",
+        [
+            {"dataset": "msnbc", "figure": fig, "axis": axis, "value": x, "mechanism": m,
+             "mae": v * (x if axis == "w" else 1 / x if axis == "eps" else 1), "mre": 0.1,
+             "seeds": 2, "eps": 1.0, "w": 120, "n": 6, "l": 20, "slots": 768,
+             "seeds_used": "0..1"}
+            for fig, axis, xs in (("fig8", "eps", (0.2, 1.0)), ("fig9", "w", (40, 200)),
+                                  ("fig10", "n", (4, 9)))
+            for x in xs
+            for m, v in mechs.items()
+            if m != "wn_uniform" or axis == "n"
+        ],
+    )  # fmt: skip
+    _write(
+        root / "wn" / "table1.csv",
+        [
+            {"dataset": "msnbc", "users": 9, "nodes": 17, "edges": 29, "w": w, "n": n, "share": s}
+            for w in (40, 120)
+            for n, s in [*enumerate((50, 90) + (100,) * 7), ("other", 0)]
+        ],
+    )
+
+    def period(labels, eps=(1.0, 0.1), alphas=(None,), regions=("Auvergne-Rhône-Alpes",)):
+        return [
+            {"dataset": "rte2013", "month": "2013-01", "region": region, "mechanism": m,
+             "registry": "x", "eps": e, "alpha": "" if a is None else a, "strict": False,
+             "seed": seed, "params": "{}", "error": (1 + k + seed) / e * (a or 1)}
+            for k, m in enumerate(labels)
+            for e in eps
+            for a in alphas
+            for region in regions
+            for seed in (0, 1)
+        ]  # fmt: skip
+
+    fig3 = ("OptStream_LS", "OptStream_ES", "DFT", "Laplace", "PeGaSus")
+    _write(root / "optstream-fig3" / "optstream.csv", period(fig3))
+    _write(
+        root / "optstream-fig8" / "optstream.csv",
+        period(("<P,S,O>", "<P,S,o>", "<P,o,O>", "<P,o,o>")),
+    )
+    _write(root / "optstream-fig10" / "optstream.csv", period(fig3[:4], (1.0,), (10.0, 50.0)))
+    _write(
+        root / "optstream-fig4" / "optstream.csv",
+        period(("OptStream_h", "DFT"), (1.0,), (10.0,), ("national", "regional")),
+    )
+    _write(
+        root / "optstream-fig6" / "forecast.csv",
+        [
+            {"region": "ARA", "eps": 0.1, "series": x, "seed": s, "day": d, "error": v + s}
+            for x, v in (("Real", 600.0), ("Laplace", 620.0), ("OptStream_ES", 610.0))
+            for s in (0, 1)
+            for d in ("2013-02-01", "2013-02-02")
+        ],
+    )
+    _write(
+        root / "optstream-thm11" / "thm11.csv",
+        [
+            {"L": 1.0, "k": k, "eps": 1.0, "w": 48, "trials": 2, "error": e}
+            for k, e in ((2, 4.0), (6, 1.0), (48, 40.0))
+        ],
+    )
+
+
+def test_reuse_renders_every_papers_section_from_a_tiny_stored_fixture(tmp_path):
+    """Issue 25: RESULTS.md is generated whole (no hand-kept sections); --reuse rebuilds it."""
+    cost, out, figs = _cost(tmp_path), tmp_path / "runs", tmp_path / "figs"
     (out / "pwsm-eps-sin").mkdir(parents=True)
+    _stored_fixture(figs)
     report = tmp_path / "R.md"
-    pwsm = "## PWSM (Du et al., PVLDB 2025; spec seed-000 §6.6)"
-    report.write_text(f"# old\n\n{pwsm}\nstale\n\n## (w,n)-DP\nby hand: T5 agree\n")
+    report.write_text("# old\n\n## (w,n)-DP\nby hand: T5 agree\n")
 
     def runner(out_root, **_):
         return {("pwsm-eps", "sin"): (resolve("pwsm-eps", dataset="sin"), _rows(), 30.0)}
 
-    text = regenerate(report, out, "figs", cost, reuse=True, quick=True, runner=runner).read_text()
-    assert "## (w,n)-DP\nby hand: T5 agree\n" in text
-    assert "# old" not in text and "stale" not in text and text.count(pwsm) == 1
+    def no_runs(spec, root, quick):
+        raise AssertionError(f"--reuse ran {spec.key}")
+
+    def stored(root, **kw):
+        missing = [s for s in STORED if not latest(root / s.folder, s.output)]
+        return ensure(root, specs=[s for s in STORED if s not in missing], produce=no_runs, **kw)
+
+    text = regenerate(
+        report, out, "figs", cost, reuse=True, runner=runner, stored=stored, checks=dict
+    ).read_text()
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    for paper in ("PWSM", "LDP-IDS", "PLDP-IDS", "(w,n)-DP", "OptStream"):
+        assert any(h.startswith(f"## {paper} (") for h in headings), paper
+    assert "by hand" not in text and "# old" not in text
+    assert "| T4 |" in text and "wn_uniform" in text and "| H9 |" in text and "| H1 |" in text
+    assert "[pldp-results.csv](figs/pldp-results.csv)" in text
+    assert "Summary: " in text and "OptStream " in text.split("Summary: ")[1].split("\n")[0]

@@ -5,14 +5,14 @@ from __future__ import annotations
 import csv
 import platform
 
-from app.bench.report import render
+from app.bench.report import markdown, render
 from app.bench.report.claims.common import Claim, Verdict
 
 MACHINE = {"platform": "Linux-test", "cpus": "2", "python": "3.11.9", "numpy": "2.1.0"}
 
 
 def test_claims_table_marks_and_escapes():
-    rows = render.claims_table(
+    rows = markdown.claims_table(
         [
             Claim("PWSM", "1", "a | b", "p", "m", Verdict.AGREE),
             Claim("PWSM", "6", "c", "p", "not run", Verdict.NOT_RUN, "why"),
@@ -67,6 +67,6 @@ def test_render_has_no_machine_prose(tmp_path):
         machine=MACHINE,
     )
     assert text.count("Linux-test") == 1 and "wall time 2.0 min)" in text
-    assert "Summary: 0 agree, 0 partly, 0 disagree, 0 not run." in text
+    assert "Summary: 0 agree, 0 partly, 0 disagree, 0 not run, over all 0 papers" in text
     for prose in ("shared with another engineer", "shared cores", platform.node() or "\0"):
         assert prose not in text

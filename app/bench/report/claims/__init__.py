@@ -2,8 +2,10 @@
 claim, each returning typed :class:`Claim` rows with a :class:`Verdict`.
 
 :func:`claims` gathers the runs' means (:func:`app.bench.report.evidence.gather`) and lists
-every claim, PWSM first (:mod:`.pwsm`, spec seed-000 §6.6), then LDP-IDS (:mod:`.ldp_ids`,
-spec seed-004 §7.8).
+the claims of the preset grid, PWSM first (:mod:`.pwsm`, spec seed-000 §6.6), then LDP-IDS
+(:mod:`.ldp_ids`, spec seed-004 §7.8). The other papers' claims (:mod:`.pldp`, :mod:`.wn`,
+:mod:`.optstream`) read their stored runs and are called by their sections
+(:mod:`app.bench.report.papers`).
 """
 
 from __future__ import annotations

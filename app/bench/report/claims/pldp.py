@@ -1,4 +1,5 @@
-"""PLDP-IDS claims H1-H9 (spec seed-002 §6.7) from the rows of :mod:`app.bench.pldp`.
+"""PLDP-IDS claims H1-H9 (spec seed-002 §6.7) from the rows of :mod:`app.bench.pldp`
+(``dpstream bench pldp``), with the gap table and the mean AMSE and AJSD tables.
 
 "Error" is the seed-averaged AMSE per (dataset, sweep point). "LBA/LBD" are the paper's
 non-personalized baselines, run as LPA/LPD (spec A5) with their releases projected onto the
@@ -33,7 +34,7 @@ from app.bench.report.claims.common import (
     percent_verdict,
 )
 
-__all__ = ["ajsd_section", "claims", "gap", "gap_table", "markdown", "means"]
+__all__ = ["ajsd_section", "amse_table", "claims", "gap", "gap_table", "markdown", "means"]
 
 PAPER = "PLDP-IDS"
 LBA, LBD = "lpa-proj", "lpd-proj"
@@ -130,10 +131,14 @@ def gap_table(m: Means) -> list[str]:
     return lines
 
 
-def _lowest(m: Means, datasets: Sequence[str], sweep: str, mech: str) -> tuple[int, int]:
+def _lowest(m: Means, datasets: Sequence[str], sweep: str, mech: str) -> tuple[int, int, str]:
+    """Points where ``mech`` is the lowest of the figure's six, points, and who is lowest at
+    the others (``"PLPD 3, PLPA 2"``)."""
     keys = [(ds, sweep) for ds in datasets]
-    lows = [min(FIGURE, key=lambda x: _at(m, k, p, x)) == mech for k in keys for p in _points(m, k)]
-    return sum(lows), len(lows)
+    lows = [min(FIGURE, key=lambda x: _at(m, k, p, x)) for k in keys for p in _points(m, k)]
+    others = [x for x in lows if x != mech]
+    tally = ", ".join(f"{x.upper()} {others.count(x)}" for x in dict.fromkeys(others))
+    return lows.count(mech), len(lows), tally
 
 
 def _gap_claims(m: Means) -> list[Claim]:
@@ -143,7 +148,7 @@ def _gap_claims(m: Means) -> list[Claim]:
         if not ds:
             continue
         r, pooled, wins, n = gap(m, ds, sweep, mech)
-        low, total = _lowest(m, ds, sweep, mech)
+        low, total, instead = _lowest(m, ds, sweep, mech)
         verdict = percent_verdict(wins, n, r, paper_pct)
         off = abs(100 * r - paper_pct)
         size = "inside" if off <= MAGNITUDE_TOLERANCE else "outside"
@@ -153,7 +158,10 @@ def _gap_claims(m: Means) -> list[Claim]:
         )
         if verdict == Verdict.AGREE and low < total:
             verdict = Verdict.PARTLY
-            why += f"; partly because {mech.upper()} is not the lowest at {total - low}/{total}"
+            why += (
+                f"; partly because {mech.upper()} is not the lowest at {total - low}/{total} "
+                f"(lowest there: {instead})"
+            )
         extra = ""
         if group == "synthetic":
             below = sum(
@@ -228,6 +236,16 @@ def _pair_text(res: dict[str, tuple[int, int, list[str]]], limit: int = 4) -> st
     return "; ".join(parts)
 
 
+def _misses(res: dict[str, tuple[int, int, list[str]]]) -> str:
+    """Where the pairs of ``res`` fail, counted per dataset: ``"misses: tdrive 7, sin 1"``."""
+    per: dict[str, int] = {}
+    for _, _, bad in res.values():
+        for where in bad:
+            ds = where.split(" ")[0]
+            per[ds] = per.get(ds, 0) + 1
+    return "misses: " + ", ".join(f"{ds} {k}" for ds, k in per.items()) if per else ""
+
+
 def _h6(m: Means) -> list[Claim]:
     keys = [k for k in m if k[1] == "eps"] + [k for k in m if k[1] == "w"]
     res = _pairs(m, [(LBA, LBD), ("plpa", "plpd"), ("plpa+", "plpd+")], keys)
@@ -240,6 +258,7 @@ def _h6(m: Means) -> list[Claim]:
             "every point",
             _pair_text(res),
             by_share(good, n),
+            _misses(res),
         )
     ]
 
@@ -262,6 +281,8 @@ def _h7(m: Means) -> list[Claim]:
             ok = all(s >= -NOISE_SE * se for s, se in zip(steps, ses, strict=True))
             tolerant += ok
             bad += [] if ok else [f"{mech.upper()}/{ds}/{sweep}"]
+    on = {ds: sum(f"/{ds}/" in b for b in bad) for ds in dict.fromkeys(k[0] for k in m)}
+    where = ", ".join(f"{ds} {k}" for ds, k in on.items() if k)
     return [
         Claim(
             PAPER,
@@ -271,6 +292,7 @@ def _h7(m: Means) -> list[Claim]:
             f"{strict}/{n} curves strictly; {tolerant}/{n} within {NOISE_SE:g} standard errors"
             + (f" (not: {', '.join(bad)})" if bad else ""),
             by_share(tolerant, n),
+            f"wrong-way steps beyond {NOISE_SE:g} standard errors: {where}" if where else "",
         )
     ]
 
@@ -310,6 +332,7 @@ def _h9(m: Means) -> list[Claim]:
             "most points",
             _pair_text(ops),
             by_majority(og, on),
+            _misses(ops),
         ),
         Claim(
             PAPER,
@@ -319,6 +342,8 @@ def _h9(m: Means) -> list[Claim]:
             "real: every point",
             f"real: {_pair_text(pue)}; Sin: {sin_text}",
             by_share(pg, pn) if pn else Verdict.NOT_RUN,
+            "everywhere: "
+            + _misses(_pairs(m, [("plpd+", "plbd-ops"), ("plpa+", "plba-ops")], every)),
         ),
     ]
 
@@ -329,7 +354,7 @@ def claims(rows: Sequence[dict[str, Any]]) -> list[Claim]:
     return _gap_claims(m) + _h6(m) + _h7(m) + _h8(m) + _h9(m)
 
 
-def _amse_table(m: Means, mechs: Sequence[str] = ("lpd", "lpa", *FIGURE, *ABLATIONS)) -> list[str]:
+def amse_table(m: Means, mechs: Sequence[str] = ("lpd", "lpa", *FIGURE, *ABLATIONS)) -> list[str]:
     lines = [
         "| data | eps | w | " + " | ".join(x.upper() for x in mechs) + " |",
         "|---" * (3 + len(mechs)) + "|",
@@ -356,7 +381,7 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     out += ["", f"Gaps to LBA (tolerance {MAGNITUDE_TOLERANCE:g} points):", ""]
     out += gap_table(m)
     out += ["", f"Mean AMSE over seeds {seeds} (LPD/LPA raw and projected):", ""]
-    out += _amse_table(m)
+    out += amse_table(m)
     if all("ajsd" in r and r["ajsd"] != "" for r in rows):
         out += ["", *ajsd_section(rows)]
     return "\n".join(out)
@@ -373,7 +398,7 @@ def ajsd_section(rows: Sequence[dict[str, Any]]) -> list[str]:
     return [
         "Mean AJSD (Figs. 12-13; natural log, on simplex-projected releases):",
         "",
-        *_amse_table(m, tuple(mechs)),
+        *amse_table(m, tuple(mechs)),
         "",
         f"Under AJSD, OPS helps (PLBx-OPS <= PLPx): {_pair_text(ops)}; PUE helps "
         f"(PLPx+ < PLBx-OPS): {_pair_text(pue)}.",

@@ -1,0 +1,44 @@
+"""The claims that are deterministic checks rather than measurements (OptStream H8, Theorem 12
+on every period; (w,n) T7, the privacy invariants): their verdict is the outcome of the tests
+that check them, run now.
+
+:func:`run_checks` runs each check's tests with this interpreter's pytest from the repository
+root and returns ``name -> passed``, or None where the tests are not there (an installed
+package without its ``tests/``).
+
+>>> sorted(CHECKS)
+['theorem12', 'wn_invariants']
+>>> run_checks(Path("/nonexistent"))
+{'theorem12': None, 'wn_invariants': None}
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["CHECKS", "run_checks"]
+
+CHECKS: dict[str, tuple[str, ...]] = {
+    "theorem12": ("tests/dp/period/test_guarantees.py::test_theorem_12_on_every_period",),
+    "wn_invariants": ("tests/dp/wn/test_invariants.py",),
+}
+"""Check -> its pytest node ids (seconds each)."""
+
+
+def run_checks(root: Path = Path(".")) -> dict[str, bool | None]:
+    """Run every check's tests under ``root``; None for a check whose test files are missing."""
+    out: dict[str, bool | None] = {}
+    for name, ids in CHECKS.items():
+        if not all((root / i.split("::")[0]).exists() for i in ids):
+            out[name] = None
+            continue
+        done = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *ids],
+            cwd=root,
+            capture_output=True,
+            check=False,
+        )
+        out[name] = done.returncode == 0
+    return out
