@@ -71,6 +71,9 @@ def test_local_view_shows_population_window_and_pending_request(settings):
     text = render(stream, entry)
     assert "pending request: none" in text
     assert "population: 60 users in" in text and "window spent" not in text
+    level = stream.levels[0]  # issue 23 item 11: asked users spent their whole eps
+    figure = f"{level.name} {level.eps:.4g} of eps {level.eps:g} (w={level.w})"
+    assert f"max per-user spend in the last w slots (the figure eps bounds): {figure}" in text
     used = sum(
         int(line.rsplit(":", 1)[1].split()[0]) for line in text.splitlines() if "reported" in line
     )

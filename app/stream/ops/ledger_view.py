@@ -101,6 +101,15 @@ def render(stream: StreamConfig, entry: LedgerEntry) -> str:
                 f"{level.name:<12}{spend.w:>6}{spend.eps:>10.4g}{float(spend.spent):>15.6g}"
                 f"{spend.fraction:>10.1%}"
             )
+    else:  # an asked user spends its whole eps (or an OPS share): the per-user figure
+        spends = zip(stream.levels, mechanism.window_report(), strict=True)
+        lines += [
+            "",
+            "max per-user spend in the last w slots (the figure eps bounds): "
+            + ", ".join(
+                f"{lv.name} {float(s.spent):.4g} of eps {s.eps:g} (w={s.w})" for lv, s in spends
+            ),
+        ]
     if stream.graph is not None:
         lines.append(wn_line(stream, mechanism))
     if stream.local:
