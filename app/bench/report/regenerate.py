@@ -3,9 +3,9 @@ copy the figures next to the report, check the claims and write RESULTS.md whole
 
 The preset grid (PWSM, LDP-IDS) runs into ``out_root`` (:mod:`.runs`); the other papers' verbs
 (PLDP-IDS, (w,n)-DP, OptStream) keep their stored runs in the figures folder beside their PNGs
-(:mod:`.stored`), and the claims that are deterministic checks run their tests
-(:mod:`.checks`). Every section is rendered: nothing of the old file survives, so a hand edit
-belongs in the code that renders it."""
+(:mod:`.stored`; ``--quick`` runs them into ``out_root/quick-stored`` instead), and the claims
+that are deterministic checks run their tests (:mod:`.checks`). Every section is rendered:
+nothing of the old file survives, so a hand edit belongs in the code that renders it."""
 
 from __future__ import annotations
 
@@ -92,7 +92,9 @@ def regenerate(
     link_root = path.resolve().parent
     figs = Path(figures) if Path(figures).is_absolute() else link_root / figures
     copy_figures(Path(out_root), figs, done, cost)
-    produced = stored(figs, reuse=reuse, quick=quick)
+    # quick runs never replace the stored full ones beside the figures
+    stored_root = Path(out_root) / "quick-stored" if quick else figs
+    produced = stored(stored_root, reuse=reuse, quick=quick)
     passed = checks()
     walls = [w for _, _, w in done.values() if not math.isnan(w)]
     walls += [p.wall_s for p in produced.values() if not math.isnan(p.wall_s)]

@@ -44,6 +44,7 @@ __all__ = [
     "read_rows",
     "table1",
     "thm11",
+    "verb_args",
     "zeros_reference",
 ]
 
@@ -70,12 +71,13 @@ class Stored:
     producer: str | None = None
     gzip_output: bool = True
 
-    def command(self, root: Path) -> str:
+    def command(self, root: Path, quick: bool = False) -> str:
         """The command line that makes this run."""
         if self.producer:
             return f"dpstream bench results (its {self.producer} step)"
         out = root / self.folder if self.folder != "." else root
-        return " ".join(["dpstream bench", self.paper, *self.args, "--out", str(out)])
+        args = verb_args(self, quick)
+        return " ".join(["dpstream bench", self.paper, *args, "--out", str(out)])
 
 
 STORED: tuple[Stored, ...] = (
@@ -284,13 +286,37 @@ PRODUCERS: dict[str, Callable[[Path], None]] = {
 }
 
 
+SCALE_OPTIONS = ("--trials", "--seeds", "--slots", "--real-slots")
+"""Options that set a run's size: ``--quick`` drops them, so that the verb's quick profile
+decides the size."""
+
+
+def verb_args(spec: Stored, quick: bool) -> list[str]:
+    """The verb's options for ``spec``; quick: its ``--quick`` profile instead of the sizes.
+
+    >>> verb_args(find(STORED, "optstream-fig4"), quick=True)
+    ['--figure', '4', '--data', 'rte2013', '--quick']
+    """
+    if not quick:
+        return list(spec.args)
+    out: list[str] = []
+    skip = False
+    for a in spec.args:
+        if skip:
+            skip = False
+        elif a in SCALE_OPTIONS:
+            skip = True
+        else:
+            out.append(a)
+    return [*out, "--quick"]
+
+
 def _run_verb(spec: Stored, out: Path, quick: bool) -> None:
     """The verb in this process, as ``dpstream bench <paper> <args> --out <out>`` runs it."""
     module = importlib.import_module(VERB_MODULES[spec.paper])
     parser = argparse.ArgumentParser(prog=f"dpstream bench {spec.paper}")
     module.add_arguments(parser)
-    args = [*spec.args, *(["--quick"] if quick else []), "--out", str(out)]
-    module.run_cli(parser.parse_args(args))
+    module.run_cli(parser.parse_args([*verb_args(spec, quick), "--out", str(out)]))
 
 
 def _gzip(path: Path) -> None:
@@ -331,7 +357,7 @@ def ensure(
             began = time.perf_counter()
             produce(spec, base, quick)
             log[spec.key] = {
-                "command": spec.command(base) + (" --quick" if quick else ""),
+                "command": spec.command(base, quick),
                 "wall_s": round(time.perf_counter() - began, 1),
                 "load": round(os.getloadavg()[0], 2),
             }

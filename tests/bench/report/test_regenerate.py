@@ -208,3 +208,22 @@ def test_reuse_renders_every_papers_section_from_a_tiny_stored_fixture(tmp_path)
     assert "| T4 |" in text and "wn_uniform" in text and "| H9 |" in text and "| H1 |" in text
     assert "[pldp-results.csv](figs/pldp-results.csv)" in text
     assert "Summary: " in text and "OptStream " in text.split("Summary: ")[1].split("\n")[0]
+
+
+def test_quick_keeps_the_stored_full_runs_apart(tmp_path):
+    """A quick report runs the other papers' verbs into the run folder, never over the
+    stored full runs beside the figures."""
+    cost, out = _cost(tmp_path), tmp_path / "runs"
+    roots = []
+
+    def stored(root, **kw):
+        roots.append((root, kw))
+        return {}
+
+    def runner(out_root, **_):
+        return {("pwsm-eps", "sin"): (resolve("pwsm-eps", dataset="sin"), _rows(), 30.0)}
+
+    regenerate(
+        tmp_path / "R.md", out, "figs", cost, quick=True, runner=runner, stored=stored, checks=dict
+    )
+    assert roots == [(out / "quick-stored", {"reuse": False, "quick": True})]

@@ -6,7 +6,7 @@ import gzip
 import json
 import os
 
-from app.bench.report.stored import RUNS_FILE, Stored, ensure, latest, read_rows
+from app.bench.report.stored import RUNS_FILE, Stored, ensure, latest, read_rows, verb_args
 
 SPECS = (
     Stored("a", "optstream", "a", "out.csv", ("--figure", "8")),
@@ -40,7 +40,14 @@ def test_without_reuse_everything_runs_again(tmp_path):
     ensure(tmp_path, specs=SPECS, produce=_fake(ran))
     ensure(tmp_path, quick=True, specs=SPECS, produce=_fake(ran))
     assert ran == [("a", False), ("b", False), ("a", True), ("b", True)]
-    assert json.loads((tmp_path / RUNS_FILE).read_text())["a"]["command"].endswith("--quick")
+    command = json.loads((tmp_path / RUNS_FILE).read_text())["a"]["command"]
+    assert command == f"dpstream bench optstream --figure 8 --quick --out {tmp_path}/a"
+
+
+def test_quick_drops_the_stored_sizes_for_the_verbs_quick_profile():
+    pldp = Stored("p", "pldp", ".", "x.csv", ("--seeds", "2", "--slots", "1000", "--x", "1"))
+    assert verb_args(pldp, quick=False) == ["--seeds", "2", "--slots", "1000", "--x", "1"]
+    assert verb_args(pldp, quick=True) == ["--x", "1", "--quick"]
 
 
 def test_latest_prefers_the_newer_of_csv_and_gz(tmp_path):
