@@ -143,3 +143,59 @@ def test_exact_end_asks_the_broker_past_a_stale_highwater(service, fake_kafka, m
 
     asyncio.run(go())
     assert service.applied == [b"a", b"new"]
+
+
+class Racing(Service):
+    """A service whose ``_before_batch`` awaits while the group takes partition 0 away (a
+    rebalance lands between the fetch and the count, as on the reports service's side-input
+    read) and gives it back."""
+
+    def __init__(self, settings, topics) -> None:
+        super().__init__(settings, topics)
+        self.tick_s = 0.25
+        self.counted: dict[int, list[int]] = {}
+        self.collector.add_batch = self._count  # type: ignore[method-assign]
+
+    def _count(self, partition, records, wall):
+        self.counted.setdefault(partition, []).extend(r.offset for r in records)
+        return []
+
+    async def _before_batch(self, batches) -> None:
+        tp0 = TopicPartition(self.source, 0)
+        if tp0 in batches and not self.counted:
+            await self.on_revoked([tp0])
+            await self.on_assigned([tp0])
+
+    async def _observe(self, wall, batches) -> None:
+        pass
+
+    async def _check_caught_up(self) -> None:
+        pass
+
+    async def _flush(self, wall) -> None:
+        pass
+
+
+def test_a_rebalance_between_fetch_and_count_neither_loses_nor_counts_the_batch(
+    make_settings, fake_kafka
+):
+    topics = load_topics()
+    svc = Racing(make_settings(), topics)
+    svc._consumer = fake_kafka.Consumer(topics.events, {0: [b"e"] * 5})
+    tp0 = TopicPartition(topics.events, 0)
+    svc._consumer.assign([tp0])
+    svc._producer = fake_kafka.Producer()
+    svc.collector.assign(0)
+    svc.consuming = True
+    poll = svc._consumer.getmany
+
+    async def once(**kwargs):
+        svc._stopped.set()
+        return await poll(**kwargs)
+
+    svc._consumer.getmany = once
+    asyncio.run(Racing._consume.fun(svc))
+    # The revocation committed no further than the batch in hand (the fetch had moved the
+    # position to 5), and the batch was not counted: the consumer restarts from the commit.
+    assert svc._consumer.committed == [{tp0: 0}]
+    assert svc.counted == {}

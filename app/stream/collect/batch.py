@@ -150,6 +150,12 @@ class BatchConsumer(Service):
         self._side: AIOKafkaConsumer | None = None
         self._producer: AIOKafkaProducer | None = None
         self._pending: list[tuple[asyncio.Future[Any], bytes | None, bytes]] = []
+        self._in_hand: dict[int, int] = {}
+        """Per partition, the first offset of the batch taken from the consumer but not yet
+        given to the collector (the consume loop may await before it does)."""
+        self._epoch = 0
+        """Revocations so far: a batch taken before one is dropped, not counted (the
+        partitions kept restart from their commit, the others go to their new owner)."""
 
     def _apply_side_input(self, record: Any) -> None:
         """Take one side-input record into the collector."""
@@ -174,13 +180,19 @@ class BatchConsumer(Service):
             wall = time.time()
             if self.failed:
                 continue
+            # Records in hand are not in the collector yet: a commit meanwhile (a rebalance
+            # during the awaits below) must not pass them.
+            self._in_hand = {tp.partition: recs[0].offset for tp, recs in batches.items() if recs}
+            epoch = self._epoch
             await self._before_batch(batches)
-            for tp, records in batches.items():
-                p = tp.partition
-                if p not in collector.partitions:
-                    continue
-                for exc, rec in collector.add_batch(p, records, wall):
-                    policy(exc, rec, log)
+            if self._epoch == epoch:  # else a rebalance: the consumer reads them again
+                for tp, records in batches.items():
+                    p = tp.partition
+                    if p not in collector.partitions:
+                        continue
+                    for exc, rec in collector.add_batch(p, records, wall):
+                        policy(exc, rec, log)
+            self._in_hand = {}
             await self._observe(wall, batches)
             if not self.consuming:
                 await self._check_caught_up()
@@ -275,6 +287,7 @@ class BatchConsumer(Service):
 
     async def on_revoked(self, revoked: list[TopicPartition]) -> None:
         self._rebalancing = True
+        self._epoch += 1
         if revoked and self._consumer is not None:
             try:
                 await self._commit(revoked)
@@ -328,6 +341,7 @@ class BatchConsumer(Service):
             for tp in tps:
                 if tp.partition in self.collector.partitions:
                     position = await self._consumer.position(tp)
+                    position = min(position, self._in_hand.get(tp.partition, position))
                     offsets[tp] = self.collector.commit_offset(tp.partition, position)
             if offsets:
                 await self._consumer.commit(offsets)
