@@ -298,22 +298,7 @@ def format_local(
                 "  all-zero frequencies: no estimate yet (the service counted no report of "
                 f"slot {slot} or of the slots before it)"
             )
-        if answers.late:
-            lines.append(
-                f"  {answers.late} of {answers.asked} devices asked did not answer slot {slot} "
-                "before its deadline"
-                + (
-                    " (none answered in time: the machine may be too busy for this many "
-                    "simulated devices)"
-                    if answers.late >= answers.asked
-                    else ""
-                )
-            )
-        if answers.refused:
-            lines.append(
-                f"  {answers.refused} of {answers.asked} devices asked refused slot {slot} "
-                "(their own ledger, clock or level)"
-            )
+        lines += [f"  {text}" for text in answers.problems(slot)]
     return "\n".join(lines)
 
 

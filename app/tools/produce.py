@@ -28,6 +28,7 @@ import numpy as np
 from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
+from app.stream.ops.status import DEMO_NOTES_KEY
 from app.stream.topics import Topics, load_topics
 
 REPORT_EVERY_S = 5.0
@@ -108,7 +109,17 @@ class Truth:
         self._slots: dict[str, dict[int, dict[str, int]]] = {}
         self._d: dict[str, int] = {}
         self._given: dict[str, dict[int, list[float]]] = {}
+        self._notes: dict[str, dict[int, str]] = {}
         self._lock = threading.Lock()
+
+    def note(self, stream_id: str, slot: int, text: str) -> None:
+        """A sentence about a slot for the status page (local demo: devices that did not
+        answer in time), written under :data:`~app.stream.ops.status.DEMO_NOTES_KEY`."""
+        with self._lock:
+            notes = self._notes.setdefault(stream_id, {})
+            notes[slot] = text
+            for old in [s for s in notes if s <= slot - self.keep]:
+                del notes[old]
 
     def put(self, stream_id: str, slot: int, histogram: list[float]) -> None:
         """A slot's whole true histogram (a local stream's frequencies), for :meth:`dump`."""
@@ -129,17 +140,23 @@ class Truth:
 
     def dump(self, path: Path) -> None:
         """Write every kept slot's counts as JSON ``{stream: {slot: counts}}`` (atomically),
-        for the worker's status page in the demo."""
+        and the notes under :data:`~app.stream.ops.status.DEMO_NOTES_KEY`, for the worker's
+        status page in the demo."""
         with self._lock:
             keys = [(sid, list(slots)) for sid, slots in self._slots.items()]
             given = {
                 sid: {str(s): h for s, h in slots.items()} for sid, slots in self._given.items()
+            }
+            notes = {
+                sid: {str(s): t for s, t in slots.items()} for sid, slots in self._notes.items()
             }
         doc: dict[str, dict[str, Any]] = {
             sid: {str(s): self.histogram(sid, s) for s in slots} for sid, slots in keys
         }
         for sid, slots in given.items():
             doc.setdefault(sid, {}).update(slots)
+        if notes:
+            doc[DEMO_NOTES_KEY] = notes
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc))
         tmp.replace(path)

@@ -145,6 +145,27 @@ class SlotAnswers:
     truth: list[float] | None = None
     """The true frequency of each value among the devices with a value."""
 
+    def problems(self, slot: int) -> list[str]:
+        """What went wrong with the slot's answers, in plain words (none: [])."""
+        out = []
+        if self.late:
+            out.append(
+                f"{self.late} of {self.asked} devices asked did not answer slot {slot} before "
+                "its deadline"
+                + (
+                    " (none answered in time: the machine may be too busy for this many "
+                    "simulated devices)"
+                    if self.late >= self.asked
+                    else ""
+                )
+            )
+        if self.refused:
+            out.append(
+                f"{self.refused} of {self.asked} devices asked refused slot {slot} (their own "
+                "ledger, clock or level)"
+            )
+        return out
+
 
 class DeviceWatch:
     """What only the simulated devices know (``dpstream demo``): per stream and slot a
@@ -152,7 +173,8 @@ class DeviceWatch:
     its level's ``w`` slots (:data:`~app.dp.budget.PEAK_LABEL`), from the devices' ledgers.
 
     With ``truth`` (:class:`~app.tools.produce.Truth`), each slot's true frequencies also go
-    there, for the status page. Keeps the last ``keep`` slots of each stream; thread-safe.
+    there, for the status page, with what went wrong (:meth:`SlotAnswers.problems`). Keeps
+    the last ``keep`` slots of each stream; thread-safe.
     """
 
     def __init__(self, truth: Any = None, keep: int = 64) -> None:
@@ -196,6 +218,7 @@ class DeviceWatch:
                 s.refused + refused,
                 truth,
             )
+            problems = s.problems(slot)
             for old in [k for k in slots if k <= slot - self.keep]:
                 del slots[old]
             peaks = self._peaks.setdefault(stream.id, {})
@@ -203,6 +226,8 @@ class DeviceWatch:
                 peaks[level] = max(x, peaks.get(level, Fraction(0)))
         if self.truth is not None:
             self.truth.put(stream.id, slot, truth)
+            if problems:
+                self.truth.note(stream.id, slot, "; ".join(problems))
 
 
 def _window_spent(fleet: Fleet, answer: Answer, slot: int) -> dict[int, Fraction]:

@@ -86,3 +86,29 @@ def test_local_cohort_bars_are_labelled_per_user_per_window_and_not_alarming() -
     full = [WindowSpend(lv.w, lv.eps, Fraction(repr(lv.eps))) for lv in central.levels]
     html = "\n".join(status._stream_section(central, _releases(central.id, central.d), full, 11))
     assert status.BUDGET_HIGH_COLOR in html
+
+
+def test_the_local_demo_says_on_the_page_which_slots_devices_missed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 23 item 9: devices that did not answer in time are named under the chart too."""
+    import numpy as np
+
+    from app.tools.demo import LOCAL_STREAMS
+    from app.tools.simulator import DeviceWatch
+
+    stream = load_settings({}, config=LOCAL_STREAMS).streams[0]
+    truth = Truth()
+    watch = DeviceWatch(truth)
+    values = np.array([0, 1, 1, 1])
+    watch.record(stream, 10, values, asked=40, late=3)
+    watch.record(stream, 11, values, asked=40)
+    path = tmp_path / "truth.json"
+    truth.dump(path)
+    monkeypatch.setenv(status.DEMO_TRUTH_ENV, str(path))
+    assert status.demo_truth(stream.id) == {10: [0.25, 0.75], 11: [0.25, 0.75]}
+    chart = status._chart(stream, _releases(stream.id, stream.d))
+    assert (
+        "<b>Devices:</b> 3 of 40 devices asked did not answer slot 10 before its deadline" in chart
+    )
+    assert chart.count("<b>Devices:</b>") == 1

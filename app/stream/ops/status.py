@@ -243,6 +243,10 @@ DEMO_TRUTH_ENV = "DPSTREAM_DEMO_TRUTH_FILE"
 events' exact counts (local streams: the simulated devices' true frequencies), written by the
 demo process and drawn over the releases so a newcomer sees what the noise costs. Exact data:
 never set it for a real stream."""
+DEMO_NOTES_KEY = "demo notes"
+"""The demo's truth file also holds ``{DEMO_NOTES_KEY: {stream: {slot: text}}}``: what went
+wrong with a slot's simulated devices (local demo), shown under the chart. Stream ids have no
+spaces, so the key is never a stream's."""
 TRUTH_COLOR = "#000000"
 
 
@@ -255,6 +259,19 @@ def demo_truth(stream_id: str) -> dict[int, list[float]]:
         with open(path, encoding="utf-8") as f:
             slots = json.load(f).get(stream_id, {})
         return {int(k): [float(x) for x in v] for k, v in slots.items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def demo_notes(stream_id: str) -> dict[int, str]:
+    """The demo's notes on ``stream_id``'s slots ({} outside the demo or if unreadable)."""
+    path = os.environ.get(DEMO_TRUTH_ENV)
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            notes = json.load(f).get(DEMO_NOTES_KEY, {}).get(stream_id, {})
+        return {int(k): str(v) for k, v in notes.items()}
     except (OSError, ValueError, AttributeError, TypeError):
         return {}
 
@@ -325,6 +342,9 @@ def _chart(config: StreamConfig, releases: list[dict[str, Any]]) -> str:
             "<code>dpstream demo</code> only, on data it made up): the gap to each bar is what "
             "the noise, or a repeat's staleness, costs.</p>"
         )
+    notes = demo_notes(config.id)
+    shown = [notes[int(r["slot"])] for r in releases if int(r["slot"]) in notes]
+    out += [f"<p class='note'><b>Devices:</b> {html.escape(text)}</p>" for text in shown]
     return "\n".join(out)
 
 
