@@ -3,8 +3,8 @@ on every period; (w,n) T7, the privacy invariants): their verdict is the outcome
 that check them, run now.
 
 :func:`run_checks` runs each check's tests with this interpreter's pytest from the repository
-root and returns ``name -> passed``, or None where the tests are not there (an installed
-package without its ``tests/``).
+root and returns ``name -> passed``: True when they pass, False when one fails, None when they
+did not run (an installed package without its ``tests/``, no pytest, no test collected).
 
 >>> sorted(CHECKS)
 ['theorem12', 'wn_invariants']
@@ -14,6 +14,7 @@ package without its ``tests/``).
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -25,11 +26,16 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "wn_invariants": ("tests/dp/wn/test_invariants.py",),
 }
 """Check -> its pytest node ids (seconds each)."""
+OUTCOMES = {0: True, 1: False}
+"""pytest's exit codes: 0 all passed, 1 some failed; the others (interrupted, usage error, no
+tests collected, pytest missing) mean the check did not run."""
 
 
 def run_checks(root: Path = Path(".")) -> dict[str, bool | None]:
     """Run every check's tests under ``root``; None for a check whose test files are missing."""
     out: dict[str, bool | None] = {}
+    if importlib.util.find_spec("pytest") is None:  # `python -m pytest` would exit 1
+        return dict.fromkeys(CHECKS)
     for name, ids in CHECKS.items():
         if not all((root / i.split("::")[0]).exists() for i in ids):
             out[name] = None
@@ -40,5 +46,5 @@ def run_checks(root: Path = Path(".")) -> dict[str, bool | None]:
             capture_output=True,
             check=False,
         )
-        out[name] = done.returncode == 0
+        out[name] = OUTCOMES.get(done.returncode)
     return out

@@ -205,7 +205,7 @@ def test_reuse_renders_every_papers_section_from_a_tiny_stored_fixture(tmp_path)
     for paper in ("PWSM", "LDP-IDS", "PLDP-IDS", "(w,n)-DP", "OptStream"):
         assert any(h.startswith(f"## {paper} (") for h in headings), paper
     assert "by hand" not in text and "# old" not in text
-    assert "| T4 |" in text and "wn_uniform" in text and "| H9 |" in text and "| H1 |" in text
+    assert "| T4 |" in text and "Uniform (w,n), every timestamp" in text and "| H9 |" in text
     assert "[pldp-results.csv](figs/pldp-results.csv)" in text
     assert "Summary: " in text and "OptStream " in text.split("Summary: ")[1].split("\n")[0]
 

@@ -186,7 +186,7 @@ def section(
     short = [ds for ds, t in claims.slots(rows).items() if t < 3 * claims.MAX_W]
     if short:
         extra.append(
-            f"A w sweep whose windows all slide on {', '.join(short)}: fewer than "
-            f"3 x {claims.MAX_W} slots (T3 is not judged there)."
+            f"A w sweep whose windows all slide on {', '.join(short)}: it has fewer than "
+            f"3 x {claims.MAX_W} slots, so some windows never slide (T3 is not judged there)."
         )
     return items, [*lines, *not_reproduced([*NOT_REPRODUCED, *extra])]

@@ -82,7 +82,10 @@ def test_t4_contrast_counts_when_the_run_has_it():
         for n, v in ((4, 10.0), (9, 30.0))
     ]
     t4 = _by(wn.claims(rows), "T4")
-    assert t4.verdict == Verdict.AGREE and "msnbc wn_uniform 10 -> 30" in t4.why
+    assert (
+        t4.verdict == Verdict.AGREE
+        and "msnbc Uniform (w,n), every timestamp 10 -> 30 (rises)" in t4.why
+    )
     flat = [{**r, "mae": 10.0} if r["mechanism"] == "wn_uniform" else r for r in rows]
     assert _by(wn.claims(flat), "T4").verdict == Verdict.PARTLY  # the contrast fails
 
@@ -119,3 +122,10 @@ def test_t6_and_t7():
     assert _by(wn.claims([], (), True), "T7").verdict == Verdict.AGREE
     assert _by(wn.claims([], (), False), "T7").verdict == Verdict.DISAGREE
     assert _by(wn.claims([]), "T7").verdict == Verdict.NOT_RUN
+
+
+def test_t2_counts_the_grouped_rescuedp_when_the_run_has_it():
+    rows = _rows("fig8", (0.2, 1.0), lambda m, e: 1)
+    rows += [{**r, "mechanism": "rescuedp_g", "mae": 0.5} for r in rows if r["mechanism"] == "bd"]
+    t2 = _by(wn.claims(rows), "T2")
+    assert "RescueDP (dynamic grouping) below RescueDP and STR at 2/2" in t2.measured
