@@ -15,7 +15,10 @@ draws progress bars on stderr. ``pwsm`` and ``ldp-ids`` run the presets of
 :mod:`app.bench.presets` through :func:`app.bench.report.runs.run_all`, the same runs that
 ``dpstream bench results`` reads (so ``--out out/results`` feeds ``results --reuse``); the
 others run their paper's module (:mod:`app.bench.pldp`, :mod:`app.bench.optstream_cli`,
-:mod:`app.bench.trajectory_figs`), whose options they take as they are.
+:mod:`app.bench.trajectory_figs`), whose options they take as they are; ``results`` reads their
+stored runs from ``docs/results`` (the folders and options of
+:data:`app.bench.report.stored.STORED`), so a rerun with ``--out docs/results/<folder>`` feeds
+``results --reuse`` too.
 
 >>> sorted(PAPERS)
 ['ldp-ids', 'optstream', 'pldp', 'pwsm', 'wn']
