@@ -51,6 +51,9 @@ def test_h3_needs_a_strict_order():
     tie = dict(zip(o.ABLATION_ORDER, (4.0, 3.0, 3.0, 1.0), strict=True))
     h3 = o.h3(o.stats(_rows(tie)))
     assert h3.verdict == Verdict.DISAGREE and "0/3 rows" in h3.measured
+    assert o.h3(o.stats(_rows(tie))).why == ""  # post-processing lowers <P,o,O> here
+    hurts = dict(zip(o.ABLATION_ORDER, (3.0, 4.0, 2.0, 1.0), strict=True))
+    assert "raises the error in 3/3 rows" in o.h3(o.stats(_rows(hurts))).why
 
 
 def test_h4_counts_the_best_private_hierarchical_variant():
@@ -62,6 +65,7 @@ def test_h4_counts_the_best_private_hierarchical_variant():
     }
     h4 = o.h4(o.stats(_rows(errors, eps=(1.0,))))
     assert h4.verdict == Verdict.AGREE and "OptStream_h per-region lowest at 1/1" in h4.measured
+    assert "(not private) OptStream_h would be the lowest at 1/1" in h4.why  # shown, not judged
     del errors["OptStream_h per-region"]
     assert o.h4(o.stats(_rows(errors, eps=(1.0,)))).verdict == Verdict.DISAGREE
 
