@@ -178,9 +178,15 @@ def section(produced: Mapping[str, Produced], link_root: Path) -> tuple[list[Cla
     ]
     if ajsd_rows:
         seeds = sorted({r["seed"] for r in ajsd_rows})
+        apart = run.path.with_name("pldp-ajsd-results.csv")
+        source = (
+            f"; rows in [{apart.name}]({rel(apart, link_root)}), a run of the same sweeps"
+            if ajsd_rows is not rows
+            else ""
+        )
         lines += [
             f"**AJSD (Figs. 12-13)** (Eq. 16, natural log, on the simplex-projected release of "
-            f"every method, spec §6.3; seeds {seeds}; no verdict reads it):",
+            f"every method, spec §6.3; seeds {seeds}{source}; no verdict reads it):",
             "",
             *claims.ajsd_section(ajsd_rows),
             "",
