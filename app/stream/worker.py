@@ -278,6 +278,7 @@ def run(settings: Settings) -> int:
         app,
         *services,
         loglevel=settings.log_level.lower(),
+        logging_config=logging_config(settings.log_level),
         quiet=True,
         redirect_stdouts=False,
     )
@@ -286,6 +287,32 @@ def run(settings: Settings) -> int:
     except SystemExit as exc:
         return exit_code(exc.code, worker.crash_reason)
     return 0
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+"""One line per record, its time in UTC (:class:`app.utc.UTCFormatter`), as the CLI tools log."""
+
+
+def logging_config(level: str) -> dict[str, Any]:
+    """The worker's logging (``logging.config.dictConfig``): Faust's and ours, to stdout, in
+    :data:`LOG_FORMAT` instead of mode's local-time default.
+
+    >>> logging_config("INFO")["formatters"]["utc"]["fmt"] == LOG_FORMAT
+    True
+    """
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"utc": {"()": "app.utc.UTCFormatter", "fmt": LOG_FORMAT}},
+        "handlers": {
+            "default": {
+                "class": "logging.StreamHandler",
+                "formatter": "utc",
+                "stream": "ext://sys.stdout",
+            }
+        },
+        "root": {"level": level.upper(), "handlers": ["default"]},
+    }
 
 
 def exit_code(code: object, reason: BaseException | None) -> int:

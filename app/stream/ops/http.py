@@ -57,7 +57,9 @@ class HttpService(Service):
         self.loop_watch = loop_watch or LoopWatch()
         self.probe = probe
         self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._http_loop: asyncio.AbstractEventLoop | None = None
+        """The HTTP thread's own loop (not ``_loop``: that is mode's, the worker's main loop,
+        on which :meth:`_watch_loop` measures saturation)."""
         self._up = threading.Event()
         self._error: BaseException | None = None
         for reason in REASONS:
@@ -92,7 +94,7 @@ class HttpService(Service):
 
     def _serve(self) -> None:
         """The HTTP thread: its own event loop, serving until :meth:`on_stop` stops it."""
-        loop = self._loop = asyncio.new_event_loop()
+        loop = self._http_loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         runner = web.AppRunner(self._app(), access_log=None)
         try:
@@ -131,7 +133,7 @@ class HttpService(Service):
     async def on_stop(self) -> None:
         if self.probe is not None:
             self.probe.stop()
-        loop, thread = self._loop, self._thread
+        loop, thread = self._http_loop, self._thread
         if loop is not None and thread is not None and thread.is_alive():
             loop.call_soon_threadsafe(loop.stop)
             await asyncio.get_running_loop().run_in_executor(None, thread.join, 10.0)
