@@ -94,7 +94,11 @@ def register(sub: Any) -> None:
         "results", help="run the paper presets and regenerate RESULTS.md (claims vs measured)"
     )
     results.add_argument("--quick", action="store_true", help="quick presets (minutes)")
-    results.add_argument("--reuse", action="store_true", help="reuse existing results.csv files")
+    results.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse the stored runs (results.csv files, docs/results); run only what is missing",
+    )
     results.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
     results.add_argument("--out", type=Path, default=Path("out/results"), help="run folders")
     results.add_argument(

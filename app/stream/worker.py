@@ -82,6 +82,18 @@ class BytesTable(MutableMapping[str, bytes]):
         return len(self.table)
 
 
+ROCKSDB_OPTIONS = {
+    "write_buffer_size": 4 << 20,
+    "max_write_buffer_number": 2,
+    "target_file_size_base": 8 << 20,
+    "block_cache_size": 8 << 20,
+}
+"""The release agent's RocksDB stores (one per table and partition). Faust's defaults, three
+64 MiB memtables and a 2 GiB block cache each, let a steady worker's RSS climb for more than an
+hour (a ledger write per slot fills a memtable slowly); these bound a store to ~16 MiB. Its
+data is a few entries per stream: docs/capacity.md, Memory."""
+
+
 def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[Any]]:
     """The Faust app and the services to run with it (``faust.Worker(app, *services)``)."""
 
@@ -115,7 +127,14 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
     )
     tables = {
         name: BytesTable(
-            app.Table(name, default=None, key_type=str, value_type=str, partitions=partitions)
+            app.Table(
+                name,
+                default=None,
+                key_type=str,
+                value_type=str,
+                partitions=partitions,
+                options=dict(ROCKSDB_OPTIONS),  # Faust's store pops from it: one copy each
+            )
         )
         for name in ("ledger", "slots")
     }
