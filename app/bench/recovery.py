@@ -33,6 +33,7 @@ import numpy as np
 
 from app.bench.throughput import (
     GRACE_S,
+    SESSION_TIMEOUT_S,
     ReleaseWatch,
     machine,
     produce_part,
@@ -47,8 +48,6 @@ from app.stream.topics import TOPICS_DIR, create_topics, load_topics
 
 BACK_WITHIN_SLOTS = 2
 """A worker has recovered once a release arrives at most this many slots after its due time."""
-SESSION_TIMEOUT_S = 6.0
-"""The bench worker's consumer session timeout (:func:`app.bench.throughput.worker_env`)."""
 
 
 def recovery_times(

@@ -63,6 +63,8 @@ CO_PARTITIONED = ("events", "preferences", "levels")
 """The topic specs ``--partitions`` rewrites (a user's records share one partition number)."""
 SCRAPE_S = 0.2
 """How often the bench reads the workers' counters (each read costs the worker CPU)."""
+SESSION_TIMEOUT_S = 6.0
+"""The bench workers' consumer session timeout (a dead member leaves the group after it)."""
 RSS_SAMPLES = 12
 """How many RSS samples the paced phase prints (memory flat in the stream's length)."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -318,7 +320,7 @@ def worker_env(
         "DPSTREAM_METRICS_BIND": "127.0.0.1",
         "DPSTREAM_NOISE_KEY": secrets.token_hex(32),
         "DPSTREAM_TOPIC_PREFIX": prefix,
-        "DPSTREAM_SESSION_TIMEOUT_S": "6",
+        "DPSTREAM_SESSION_TIMEOUT_S": f"{SESSION_TIMEOUT_S:g}",
         "DPSTREAM_LOG_LEVEL": "WARNING",
         # Synthetic data: the bench reads the exact event counter.
         "DPSTREAM_EXPOSE_DATA_COUNTS": "true",
@@ -508,7 +510,7 @@ def run_throughput(args: argparse.Namespace) -> int:
         if not args.skip_bare:
             stop_workers(workers)
             workers = []
-            seen, bare_us = _bare_loops(args, bootstrap, topics.events, partitions)
+            _, bare_us = _bare_loops(args, bootstrap, topics.events, partitions)
             print(f"worker CPU per event / bare loop's: {worker_us / bare_us:.2f}x")
         return 0
     finally:
