@@ -179,6 +179,14 @@ COMMITS_LOST = Counter(
     ["consumer", "reason"],
     registry=REGISTRY,
 )
+ASSIGNMENTS = Counter(
+    "dpstream_assignments",
+    "Partition assignments a consumer received from its group (one per rebalance it took "
+    "part in; the first at start). A rise while the group's membership is steady means members "
+    "time out: their partitions are replayed from the last commit meanwhile.",
+    ["consumer"],
+    registry=REGISTRY,
+)
 READY = Gauge(
     "dpstream_ready",
     "1 when the worker is ready (consuming, releasing on time, broker reachable), else 0.",

@@ -196,6 +196,11 @@ def _counted(port: int, metric: str = "dpstream_events_total") -> float:
     )
 
 
+def _assignments(ports: list[int]) -> float:
+    """The partition assignments the workers' ingests received so far (rebalances)."""
+    return sum(max(0.0, _counted(port, "dpstream_assignments_total")) for port in ports)
+
+
 def _ready(port: int) -> bool:
     url = f"http://127.0.0.1:{port}/readyz"
     try:
@@ -439,15 +444,18 @@ def run_throughput(args: argparse.Namespace) -> int:
         idle_rate = (sum(map(cpu_seconds, pids)) - cpu0) / (time.perf_counter() - t0)
         # 3. throughput
         n = args.events
+        assigned0 = _assignments(ports)
         cpu0, t0 = sum(map(cpu_seconds, pids)), time.perf_counter()
         rate = _produce(args, bootstrap, topics.events, n, rate=0.0)
         t1 = _until_counted(ports, n, timeout_s=args.timeout_s)
+        rebalanced = _assignments(ports) - assigned0
         if t1 is None:
             counted = ", ".join(f"{_counted(port):,.0f}" for port in ports)
             dead = sum(_counted(port, "dpstream_dead_letters_total") for port in ports)
             print(
                 f"the workers did not count all {n:,} events in time (counted: {counted}; "
-                f"dead letters: {dead:,.0f}; not ready: {[_why_not_ready(p) for p in ports]})"
+                f"dead letters: {dead:,.0f}; assignments meanwhile: {rebalanced:,.0f}; "
+                f"not ready: {[_why_not_ready(p) for p in ports]})"
             )
             if not args.skip_bare:  # how many the topic holds: lost by the worker or before?
                 stop_workers(workers)
@@ -462,6 +470,8 @@ def run_throughput(args: argparse.Namespace) -> int:
             f"first send); CPU {worker_us:.2f} us/event (idle {idle_rate * 100:.1f}% of a core "
             f"subtracted); {machine()}"
         )
+        if rebalanced:  # the partitions moved: replayed records were counted twice
+            print(f"the group rebalanced meanwhile: {rebalanced:,.0f} assignments")
         # 4. latency at a paced rate
         lat: list[float] = []
         if args.latency_s > 0:

@@ -229,7 +229,8 @@ class BatchConsumer(Service):
         for tp in assignment:
             p = tp.partition
             if p in collector.partitions and not collector.caught_up(p):
-                if await self._consumer.position(tp) >= self._targets.get(p, 0):
+                target = self._targets.get(p)  # None: its end is being asked for
+                if target is not None and await self._consumer.position(tp) >= target:
                     collector.mark_caught_up(p)
         self.consuming = bool(assignment) and all(
             collector.caught_up(p) for p in collector.partitions
@@ -275,13 +276,20 @@ class BatchConsumer(Service):
     # -- rebalancing --------------------------------------------------------------------------
     async def on_assigned(self, assigned: list[TopicPartition]) -> None:
         assert self._consumer is not None
-        ends = await self._consumer.end_offsets(assigned) if assigned else {}
+        # The consumer holds the partitions already and its fetches may hand their records to
+        # the loop during the await below: the collector takes them first, or the loop would
+        # pass over records its position (and so the next commit) has moved past.
         for tp in assigned:
             self.collector.assign(tp.partition)
-            self._targets[tp.partition] = int(ends.get(tp, 0))
         if assigned:
             self.consuming = False  # the new partitions catch up before anything closes
         self._rebalancing = False
+        epoch = self._epoch
+        ends = await self._consumer.end_offsets(assigned) if assigned else {}
+        if self._epoch == epoch:  # else revoked meanwhile: the next assignment sets them
+            for tp in assigned:
+                self._targets[tp.partition] = int(ends.get(tp, 0))
+        metrics.ASSIGNMENTS.labels(self.shortlabel).inc()
         parts = sorted(tp.partition for tp in assigned)
         log.info("%s assigned partitions=%s", self.shortlabel, parts)
 
