@@ -23,6 +23,13 @@ Method (one broker: ``$DPSTREAM_BROKER`` or ``--broker``, else an embedded Tansu
    ``bincount`` loop on its share of the partitions of the same topic (every event of steps 3-4),
    with their own CPU time (``time.process_time``) until their last record.
 
+The producers hold each batch open ``--linger-ms`` (librdkafka's 5 ms by default). An event
+is stamped before that wait, and a slot closes once an event stamped past its due time is read
+(or its partitions are found at their end), so the linger is part of the latency. The embedded
+broker's fetches cost more with every batch a partition holds: a long paced phase on it needs
+fewer, larger batches (``--linger-ms 200`` held Tansu at 10-12 % of a core for an hour at 1,000
+events/s where 20 ms saturated it within 5 minutes).
+
 Every figure is printed with the machine's core count and load average: wall-clock figures
 from a machine shared with the broker and the producers say little; CPU per event is the figure
 to compare.
@@ -67,6 +74,8 @@ SESSION_TIMEOUT_S = 6.0
 """The bench workers' consumer session timeout (a dead member leaves the group after it)."""
 RSS_SAMPLES = 12
 """How many RSS samples the paced phase prints (memory flat in the stream's length)."""
+LINGER_MS = 5.0
+"""The producers' ``linger.ms`` unless ``--linger-ms`` says otherwise: librdkafka's default."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -103,15 +112,27 @@ def machine() -> str:
 
 
 def produce_part(
-    bootstrap: str, topic: str, n: int, users: int, first_user: int, rate: float, seed: int
-) -> float:
-    """Produce ``n`` events stamped with the wall clock (``rate`` > 0: paced); events/s."""
+    bootstrap: str,
+    topic: str,
+    n: int,
+    users: int,
+    first_user: int,
+    rate: float,
+    seed: int,
+    linger_ms: float = LINGER_MS,
+) -> tuple[float, float]:
+    """Produce ``n`` events stamped with the wall clock (``rate`` > 0: paced): the
+    ``time.perf_counter()`` of the first send (system-wide on Linux) and the events/s.
+
+    ``linger_ms`` is how long the producer holds a batch open: an event is stamped before it,
+    so a slot's close waits for it too (the service closes a slot once it reads an event
+    stamped past the slot's due time, or finds its partitions at their end)."""
     from confluent_kafka import Producer
 
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
-            "linger.ms": 20,
+            "linger.ms": linger_ms,
             "batch.num.messages": 10_000,
             "queue.buffering.max.messages": 500_000,
             **PRODUCER_CONFIG,
@@ -152,14 +173,16 @@ def produce_part(
             f"{failed[:1]}",
             file=sys.stderr,
         )
-    return n / (time.perf_counter() - started)
+    return started, n / (time.perf_counter() - started)
 
 
-def _produce(args: argparse.Namespace, bootstrap: str, topic: str, n: int, rate: float) -> float:
-    """Produce ``n`` events from ``--producers`` processes; the total events/s."""
+def _produce(
+    args: argparse.Namespace, bootstrap: str, topic: str, n: int, rate: float
+) -> tuple[float, float]:
+    """Produce ``n`` events from ``--producers`` processes: the first send's
+    ``time.perf_counter()`` and the total events/s (each process timed from its first send)."""
     jobs = max(1, args.producers)
     ctx = multiprocessing.get_context("spawn")
-    started = time.perf_counter()
     with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
         shares = [n // jobs + (1 if j < n % jobs else 0) for j in range(jobs)]
         futures = [
@@ -172,12 +195,12 @@ def _produce(args: argparse.Namespace, bootstrap: str, topic: str, n: int, rate:
                 j * (args.users // jobs),
                 rate / jobs,
                 secrets.randbits(32),
+                LINGER_MS if args.linger_ms is None else args.linger_ms,
             )
             for j, share in enumerate(shares)
         ]
-        for f in futures:
-            f.result()
-    return n / (time.perf_counter() - started)
+        runs = [f.result() for f in futures]
+    return min(r[0] for r in runs), sum(r[1] for r in runs)
 
 
 def _counted(port: int, metric: str = "dpstream_events_total") -> float:
@@ -446,7 +469,7 @@ def run_throughput(args: argparse.Namespace) -> int:
         n = args.events
         assigned0 = _assignments(ports)
         cpu0, t0 = sum(map(cpu_seconds, pids)), time.perf_counter()
-        rate = _produce(args, bootstrap, topics.events, n, rate=0.0)
+        first, rate = _produce(args, bootstrap, topics.events, n, rate=0.0)
         t1 = _until_counted(ports, n, timeout_s=args.timeout_s)
         rebalanced = _assignments(ports) - assigned0
         if t1 is None:
@@ -462,12 +485,13 @@ def run_throughput(args: argparse.Namespace) -> int:
                 workers = []
                 _bare_loops(args, bootstrap, topics.events, partitions)
             return 1
+        # From t0, before the producers' start-up: the workers idled meanwhile.
         busy = sum(map(cpu_seconds, pids)) - cpu0 - idle_rate * (t1 - t0)
         worker_us = busy / n * 1e6
         print(f"produced {n:,} events from {args.producers} process(es) at {rate:,.0f}/s")
         print(
-            f"workers: {n / (t1 - t0):,.0f} events/s wall ({n:,} in {t1 - t0:.2f} s from the "
-            f"first send); CPU {worker_us:.2f} us/event (idle {idle_rate * 100:.1f}% of a core "
+            f"workers: {n / (t1 - first):,.0f} events/s wall ({n:,} in {t1 - first:.2f} s from "
+            f"the first send); CPU {worker_us:.2f} us/event (idle {idle_rate * 100:.1f}% of a core "
             f"subtracted); {machine()}"
         )
         if rebalanced:  # the partitions moved: replayed records were counted twice
@@ -479,15 +503,17 @@ def run_throughput(args: argparse.Namespace) -> int:
             m = int(args.rate * args.latency_s)
             rss_watch = RssWatch(pids, every_s=max(1.0, args.latency_s / RSS_SAMPLES))
             rss_watch.start()
-            _produce(args, bootstrap, topics.events, m, rate=args.rate)
+            _, paced = _produce(args, bootstrap, topics.events, m, rate=args.rate)
             rss_watch.stop.set()
             t_end = time.time()
             print(
-                f"worker RSS MiB during the paced phase, every {rss_watch.every_s:.0f} s: "
+                f"paced phase: {m:,} events at {paced:,.0f}/s (asked {args.rate:,.0f}/s); "
+                f"worker RSS MiB every {rss_watch.every_s:.0f} s: "
                 + ", ".join(f"{x:.0f}" for x in rss_watch.samples)
             )
             n += m
-            _until_counted(ports, n, timeout_s=args.timeout_s)
+            if _until_counted(ports, n, timeout_s=args.timeout_s) is None:
+                print(f"the workers did not count all {n:,} events in time")
             ended = [
                 s
                 for s in range(math.ceil(t_start / args.slot_s), int(t_end / args.slot_s))
@@ -505,7 +531,7 @@ def run_throughput(args: argparse.Namespace) -> int:
                 got = [s for s in ended if s in watch.arrived]
                 computed = [watch.computed[s] - ((s + 1) * args.slot_s + GRACE_S) for s in got]
                 print(
-                    f"slot close -> release at a consumer, {args.rate:,.0f} events/s: "
+                    f"slot close -> release at a consumer, {paced:,.0f} events/s: "
                     f"p50 {np.percentile(lat, 50):.3f} s, p99 {np.percentile(lat, 99):.3f} s, "
                     f"max {lat[-1]:.3f} s over {len(lat)} of {len(ended)} slots (of which "
                     f"slot close -> computed: p50 {np.percentile(computed, 50):.3f} s, "
