@@ -388,9 +388,7 @@ def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:
         "--partitions", type=int, default=0, help="events partitions (default: topics/events.yaml)"
     )
     parser.add_argument("--producers", type=int, default=1, help="producer processes")
-    parser.add_argument(
-        "--linger-ms", type=float, help="the producers' linger.ms (default: librdkafka's, 5)"
-    )
+    parser.add_argument("--linger-ms", type=float, help="the producers' linger.ms (default 20)")
     parser.add_argument("--idle-s", type=float, default=3.0, help="idle CPU measured this long")
     parser.add_argument("--rate", type=float, default=20_000, help="events/s of the latency phase")
     parser.add_argument(

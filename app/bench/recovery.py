@@ -98,17 +98,7 @@ def run_recovery(args: argparse.Namespace) -> int:
         ctx = multiprocessing.get_context("spawn")
         producer = ctx.Process(
             target=produce_part,
-            # 20 ms batches: Tansu's fetches cost more with each batch a partition holds.
-            args=(
-                bootstrap,
-                topics.events,
-                int(args.rate * length),
-                args.users,
-                0,
-                args.rate,
-                1,
-                20,
-            ),
+            args=(bootstrap, topics.events, int(args.rate * length), args.users, 0, args.rate, 1),
             daemon=True,
         )
         t_start = time.time()

@@ -23,12 +23,13 @@ Method (one broker: ``$DPSTREAM_BROKER`` or ``--broker``, else an embedded Tansu
    ``bincount`` loop on its share of the partitions of the same topic (every event of steps 3-4),
    with their own CPU time (``time.process_time``) until their last record.
 
-The producers hold each batch open ``--linger-ms`` (librdkafka's 5 ms by default). An event
-is stamped before that wait, and a slot closes once an event stamped past its due time is read
-(or its partitions are found at their end), so the linger is part of the latency. The embedded
-broker's fetches cost more with every batch a partition holds: a long paced phase on it needs
-fewer, larger batches (``--linger-ms 200`` held Tansu at 10-12 % of a core for an hour at 1,000
-events/s where 20 ms saturated it within 5 minutes).
+The producers hold each batch open ``--linger-ms`` (20 ms by default). An event is stamped
+before that wait, and a slot closes once an event stamped past its due time is read (or its
+partitions are found at their end), so the linger is part of the latency. The embedded broker's
+fetches cost more with every batch a partition holds: librdkafka's 5 ms gained 5-10 ms of p50
+over 4 partitions but lost 90-110 ms over 16 on the 2-core VM, and a long paced phase needs
+fewer, larger batches still (at 1,000 events/s, 20 ms took Tansu from 17 % to 99 % of a core
+within 5 minutes; ``--linger-ms 200`` held it at 10-13 %).
 
 Every figure is printed with the machine's core count and load average: wall-clock figures
 from a machine shared with the broker and the producers say little; CPU per event is the figure
@@ -74,8 +75,8 @@ SESSION_TIMEOUT_S = 6.0
 """The bench workers' consumer session timeout (a dead member leaves the group after it)."""
 RSS_SAMPLES = 12
 """How many RSS samples the paced phase prints (memory flat in the stream's length)."""
-LINGER_MS = 5.0
-"""The producers' ``linger.ms`` unless ``--linger-ms`` says otherwise: librdkafka's default."""
+LINGER_MS = 20.0
+"""The producers' ``linger.ms`` unless ``--linger-ms`` says otherwise."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
