@@ -5,10 +5,13 @@ free port of 127.0.0.1 with in-memory storage, waits until it accepts Kafka requ
 it (SIGTERM, then SIGKILL) on :meth:`~EmbeddedBroker.stop` or when leaving a ``with`` block.
 Nothing survives a stop: it is for demos and tests, never for production.
 
-Known Tansu 0.6.0 quirks the rest of dpstream works around (see ``ECOSYSTEM.md``): the high
-watermark is the last *batch*'s base offset + 1 (Faust needs ``producer_max_batch_size=1``),
-the first join of a consumer group waits about half the rebalance timeout, topics must be
-created explicitly, and transactions are not real.
+Known Tansu 0.6.0 quirks the rest of dpstream works around (see ``ECOSYSTEM.md``): the end
+offset ``ListOffsets`` answers is the last *batch*'s base offset + 1 (Faust needs
+``producer_max_batch_size=1``; a fetch's high watermark is exact), the first join of a consumer
+group waits about half the rebalance timeout, topics must be created explicitly, and
+transactions are not real. Two more bound what it can carry: an empty fetch is answered only at
+the end of its wait, and a fetch costs more with every batch the partition holds (at 50 batches/s
+per partition, one core is spent within minutes; ``docs/capacity.md``, Memory).
 
 >>> EmbeddedBroker(port=19999).bootstrap
 '127.0.0.1:19999'
