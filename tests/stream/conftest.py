@@ -132,6 +132,19 @@ class FakeConsumer:
         self.committed: list[dict[TopicPartition, int]] = []
         self.polled_ms: dict[TopicPartition, int] = {}
 
+    def stop_after_first_poll(self, service: Any, before: Any = None) -> None:
+        """Make ``service``'s consume loop end after one turn: its first ``getmany`` stops the
+        service, then polls (``before``: an awaitable factory awaited first)."""
+        poll = self.getmany
+
+        async def once(**kwargs: Any) -> dict[TopicPartition, list[Rec]]:
+            if before is not None:
+                await before()
+            service._stopped.set()
+            return await poll(**kwargs)
+
+        self.getmany = once  # type: ignore[method-assign]
+
     def rec(self, p: int, offset: int) -> Rec:
         item = self.logs[p][offset]
         key, value, ts = item if isinstance(item, tuple) else (None, item, 0)

@@ -187,13 +187,7 @@ def test_a_rebalance_between_fetch_and_count_neither_loses_nor_counts_the_batch(
     svc._producer = fake_kafka.Producer()
     svc.collector.assign(0)
     svc.consuming = True
-    poll = svc._consumer.getmany
-
-    async def once(**kwargs):
-        svc._stopped.set()
-        return await poll(**kwargs)
-
-    svc._consumer.getmany = once
+    svc._consumer.stop_after_first_poll(svc)
     asyncio.run(Racing._consume.fun(svc))
     # The revocation committed no further than the batch in hand (the fetch had moved the
     # position to 5), and the batch was not counted: the consumer restarts from the commit.
@@ -230,14 +224,7 @@ def test_records_fetched_while_the_assignment_callback_awaits_are_counted(
         return await ends(tps)
 
     consumer.end_offsets = slow_ends
-    poll = consumer.getmany
-
-    async def once(**kwargs):
-        await asked.wait()  # the callback is waiting for the broker
-        svc._stopped.set()
-        return await poll(**kwargs)
-
-    consumer.getmany = once
+    consumer.stop_after_first_poll(svc, before=asked.wait)  # the callback awaits the broker
 
     async def go():
         assigning = asyncio.create_task(svc.on_assigned([tp0]))

@@ -165,13 +165,7 @@ def test_the_spec_partition_count_is_accepted(service):
 
 def consume_once(svc):
     """One turn of the consume loop: the service stops after its first poll."""
-    poll = svc._consumer.getmany
-
-    async def once(**kwargs):
-        svc._stopped.set()
-        return await poll(**kwargs)
-
-    svc._consumer.getmany = once
+    svc._consumer.stop_after_first_poll(svc)
     asyncio.run(IngestService._consume.fun(svc))
 
 

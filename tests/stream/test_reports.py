@@ -123,13 +123,7 @@ def test_a_new_round_of_one_stream_before_a_known_round_of_another_is_detected(
 
 async def consume_once(svc):
     """One turn of the consume loop: the service stops after its first poll."""
-    poll = svc._consumer.getmany
-
-    async def once(**kwargs):
-        svc._stopped.set()
-        return await poll(**kwargs)
-
-    svc._consumer.getmany = once
+    svc._consumer.stop_after_first_poll(svc)
     await ReportService._consume.fun(svc)
 
 
