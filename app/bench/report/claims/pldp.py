@@ -228,6 +228,11 @@ def _pairs(
     return out
 
 
+def _total(res: dict[str, tuple[int, int, list[str]]]) -> tuple[int, int]:
+    """Points where the pairs held and points, over every pair of :func:`_pairs`."""
+    return sum(r[0] for r in res.values()), sum(r[1] for r in res.values())
+
+
 def _pair_text(res: dict[str, tuple[int, int, list[str]]], limit: int = 4) -> str:
     parts = []
     for name, (good, n, bad) in res.items():
@@ -249,7 +254,7 @@ def _misses(res: dict[str, tuple[int, int, list[str]]]) -> str:
 def _h6(m: Means) -> list[Claim]:
     keys = [k for k in m if k[1] == "eps"] + [k for k in m if k[1] == "w"]
     res = _pairs(m, [(LBA, LBD), ("plpa", "plpd"), ("plpa+", "plpd+")], keys)
-    good, n = sum(r[0] for r in res.values()), sum(r[1] for r in res.values())
+    good, n = _total(res)
     return [
         Claim(
             PAPER,
@@ -301,7 +306,7 @@ def _h8(m: Means) -> list[Claim]:
     keys = [k for k in m if k[1] == "eps"]
     pairs = [("plpd", LBD), ("plpa", LBA)]
     every, top = _pairs(m, pairs, keys), _pairs(m, pairs, keys, eps_min=2.0)
-    good, n = sum(r[0] for r in every.values()), sum(r[1] for r in every.values())
+    good, n = _total(every)
     top_text = "; ".join(f"{k} {g}/{t}" for k, (g, t, _) in top.items())
     return [
         Claim(
@@ -321,8 +326,8 @@ def _h9(m: Means) -> list[Claim]:
     real = [k for k in m if k[0] in REAL]
     pue = _pairs(m, [("plpd+", "plbd-ops"), ("plpa+", "plba-ops")], real)
     sin = _pairs(m, [("plpd+", "plbd-ops"), ("plpa+", "plba-ops")], [k for k in m if k[0] == "sin"])
-    og, on = sum(r[0] for r in ops.values()), sum(r[1] for r in ops.values())
-    pg, pn = sum(r[0] for r in pue.values()), sum(r[1] for r in pue.values())
+    og, on = _total(ops)
+    pg, pn = _total(pue)
     sin_text = "; ".join(f"{k} {g}/{t}" for k, (g, t, _) in sin.items())
     return [
         Claim(
