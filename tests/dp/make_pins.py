@@ -57,8 +57,24 @@ def release_record(release: Any) -> dict[str, Any]:
     return {f.name: plain(getattr(release, f.name)) for f in dataclasses.fields(release)}
 
 
+# Significant digits a float keeps in the state digest: the same state on another CPU or BLAS
+# may differ in the last bits of a float sum (the releases are compared with PIN_REL_TOL).
+STATE_DIGITS = 12
+
+
+def rounded(value: Any) -> Any:
+    """``value`` with every float rounded to ``STATE_DIGITS`` significant digits."""
+    if isinstance(value, float):
+        return float(f"{value:.{STATE_DIGITS}g}")
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    return value
+
+
 def state_digest(m: Any) -> str:
-    packed = msgpack.packb(m.state_dict(), use_bin_type=True, strict_types=True)
+    packed = msgpack.packb(rounded(m.state_dict()), use_bin_type=True, strict_types=True)
     return hashlib.sha256(packed).hexdigest()
 
 
