@@ -74,6 +74,12 @@ class Mechanism(ABC):
         ending at the last slot (what the service's budget gauges and audit records show)."""
         raise NotImplementedError(f"{self.name} does not report its window spending")
 
+    def ledger_per_group(self) -> bool:
+        """Whether every requirement group has a ledger of its own (a personalized mechanism);
+        False: one ledger, at the strictest ``(max w, min eps)``, accounts for every group, so a
+        user's level changes nothing it can lose (:mod:`app.dp.units`)."""
+        return False
+
     def weaker_guarantee(self) -> str | None:
         """Why this configuration is *not* w-event private at its groups' ``(w, eps)`` (a
         papers' setting kept for reproducing them), or None when it is (the default)."""

@@ -273,6 +273,7 @@ def encode_release(
         "released_at": float(released_at),
         "delayed": bool(delayed),
         "weaker_guarantee": stream.weaker_guarantee,
+        "privacy_unit": stream.unit.as_json() if stream.unit else None,
         "spent_by_group": spent,
         "spent_dc_by_group": dict(zip(names, map(float, rel.spent_dc), strict=True)),
         "spent_pub_by_group": dict(zip(names, map(float, rel.spent_pub), strict=True)),

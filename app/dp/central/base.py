@@ -135,6 +135,9 @@ class CentralMechanism(SlotStepped):
         """Decide slot ``t``: ensure the budget on ``self.ledger``, then draw; never mutate."""
         raise NotImplementedError
 
+    def ledger_per_group(self) -> bool:
+        return self.personalized
+
     def window_report(self) -> list[WindowSpend]:
         out = []
         for g in range(len(self.groups)):

@@ -146,6 +146,10 @@ class LocalMechanism(RoundDriven):
     def test_params(cls) -> dict[str, Any]:
         return {"d": 3, "eps": 1.0, "w": 4, "users": 48}
 
+    def ledger_per_group(self) -> bool:
+        """A personalized mechanism (one taking ``groups``) keeps a ledger per group."""
+        return "groups" in constructor_params(type(self))
+
     def window_report(self) -> list[WindowSpend]:
         """Per group, the most one user spent in the window of ``w`` slots ending at the last
         slot (the figure ``eps`` bounds): the ledger's exact sum under budget division

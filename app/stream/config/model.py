@@ -13,6 +13,7 @@ from app.dp.interfaces import RoundDriven, as_round
 from app.dp.mechanism import Mechanism
 from app.dp.registry import get
 from app.dp.types import Group
+from app.dp.units import UnitBound
 from app.stream.config.graph import StreamGraph
 from app.stream.errors import ConfigError
 from app.stream.slots import SlotClock
@@ -116,6 +117,9 @@ class StreamConfig:
     """Set at load: why the stream's mechanism is not w-event private (accepted through
     :attr:`accept_weaker_guarantee`), shown in audit records, ``/budget`` and the status page;
     None when it is."""
+    unit: UnitBound | None = None
+    """Set at load: the privacy unit the stream belongs to, with what one user can lose across
+    the unit's streams in its interval (:mod:`app.stream.config.units`)."""
 
     @property
     def warnings(self) -> tuple[str, ...]:

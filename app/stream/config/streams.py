@@ -72,6 +72,10 @@ A (w,n) mechanism (``stbd``, ``str``) names the public graph over the labels and
 window ``n`` under ``graph:`` (an edge-list file or a ``rows x cols`` grid; see
 :mod:`app.stream.config.graph`); ``rescuedp`` is place level and takes none.
 
+Streams that count the same users form a privacy unit (the file's ``privacy:`` section, by
+default one unit of all central streams): every stream carries the unit's bound on what one
+user can lose across them in an interval (:mod:`app.stream.config.units`).
+
 Per-stream scalars can be overridden by environment variables
 ``DPSTREAM_STREAM_<ID>_<FIELD>`` (``<ID>`` upper-cased, non-alphanumerics as ``_``; ``<FIELD>``
 one of the keys of :data:`OVERRIDABLE`).
@@ -98,6 +102,7 @@ from app.stream.config.model import (
     Level,
     StreamConfig,
 )
+from app.stream.config.units import with_units
 from app.stream.errors import ConfigError
 
 CLOCKS = ("wall", "event")
@@ -436,7 +441,7 @@ def load_streams(path: Path, env: Mapping[str, str] | None = None) -> tuple[Stre
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("streams"), list) or not doc["streams"]:
         raise ConfigError(f"{path}: expected a mapping with a non-empty `streams:` list")
-    _keys(str(path), doc, frozenset({"streams"}))
+    _keys(str(path), doc, frozenset({"streams", "privacy"}))
     streams = tuple(
         parse_stream(s, f"{path}: streams[{i}]", env, path.parent)
         for i, s in enumerate(doc["streams"])
@@ -444,4 +449,4 @@ def load_streams(path: Path, env: Mapping[str, str] | None = None) -> tuple[Stre
     ids = [s.id for s in streams]
     if len(set(ids)) != len(ids):
         raise ConfigError(f"{path}: duplicate stream ids in {ids}")
-    return streams
+    return with_units(streams, doc.get("privacy"), path)

@@ -4,10 +4,11 @@ For each level: the ``(w, eps)`` of the ledger that accounts for it (its own for
 mechanisms, the strictest pair for the others), the most any one user of the level spent in
 the window of ``w`` slots ending at the last released slot (``window_spent``, exact fraction
 and float: the figure ``eps`` bounds, as ``window_spent_means`` says), that as a fraction of
-``eps``,
-and the window's clock times in UTC. The budget of the window's oldest slot is free again
-once the next slot is released. Budgets are public (they depend on the configuration and the
-mechanism's released decisions), so this view may leave the service.
+``eps``, and the window's clock times in UTC. The budget of the window's oldest slot is free
+again once the next slot is released. ``privacy_unit``: the stream's privacy unit and what one
+user can lose across the unit's streams in its interval (:mod:`app.dp.units`). Budgets are
+public (they depend on the configuration and the mechanism's released decisions), so this view
+may leave the service.
 
 >>> from fractions import Fraction
 >>> from app.dp.types import WindowSpend
@@ -60,6 +61,7 @@ def budget_json(
         "stream": stream.id,
         "mechanism": stream.mechanism,
         "weaker_guarantee": stream.weaker_guarantee,
+        "privacy_unit": stream.unit.as_json() if stream.unit else None,
         "slot_s": stream.slot_s,
         "last_slot": last_slot,
         "window_spent_means": WINDOW_SPENT_MEANS,

@@ -34,6 +34,7 @@ from typing import Any
 from aiohttp import web
 
 from app.dp.types import Release, WindowSpend
+from app.dp.units import UnitBound
 from app.metrics import REGISTRY
 from app.stream.config import StreamConfig
 from app.stream.ops.budget_view import budget_json
@@ -100,7 +101,14 @@ class StatusBoard:
         """The ``GET /budget`` body."""
         with self._lock:
             streams = [budget_json(s.config, s.window, s.last_slot) for s in self._streams.values()]
-        return {"as_of_utc": utc(time.time()), "streams": streams}
+            units = {
+                s.config.unit.unit: s.config.unit for s in self._streams.values() if s.config.unit
+            }
+        return {
+            "as_of_utc": utc(time.time()),
+            "streams": streams,
+            "privacy_units": [unit.as_json() for unit in units.values()],
+        }
 
     async def budget(self, request: web.Request) -> web.Response:
         """``GET /budget``: the window budget of every stream as JSON."""
@@ -159,6 +167,17 @@ def _render(
     return "\n".join(parts)
 
 
+def _unit_line(unit: UnitBound) -> str:
+    """The stream's privacy unit: what one user can lose across the unit's streams."""
+    e = html.escape
+    streams = ", ".join(t.stream for t in unit.terms)
+    cap = f" (cap eps {unit.cap_eps:g})" if unit.cap_eps is not None else ""
+    return (
+        f"<p>Privacy unit <b>{e(unit.unit)}</b>: one user loses at most eps "
+        f"<b>{unit.eps:g}</b>{cap} in any {unit.interval_s:g} s across {e(streams)}.</p>"
+    )
+
+
 def _stream_section(
     config: StreamConfig,
     releases: list[dict[str, Any]],
@@ -177,6 +196,7 @@ def _stream_section(
             if config.weaker_guarantee
             else []
         ),
+        *([_unit_line(config.unit)] if config.unit else []),
         _chart(config, releases),
         "<table><tr><th>level</th><th>w</th><th>eps</th>"
         f"<th colspan='2'>{e(WINDOW_LABEL)}</th><th>window (UTC)</th></tr>",
