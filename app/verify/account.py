@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from app.dp.units import relation_factor
 from app.stream.collect.partitioning import partition_for
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
@@ -53,6 +54,7 @@ from app.stream.internal import InternalError, Partial, decode
 from app.stream.records import Domain, decode_event, decode_preference, unpack
 from app.verify.read import Msg, Snapshot
 from app.verify.rules import History, Level, groups_of
+from app.verify.units import UserSpend
 from app.verify.verdict import LevelSpend, Verdict, Violation
 from app.verify.windows import Rows, two_groups, worst_windows
 
@@ -467,6 +469,14 @@ def _users(
                 (vals.users[u],),
             )
         )
+    factor = relation_factor(stream.neighbours)
+    verdict.spend_rows = UserSpend(
+        tuple(vals.users),
+        user,
+        slot.astype(np.float64) * stream.slot_s,
+        (slot + 1).astype(np.float64) * stream.slot_s,
+        cost.astype(np.float64).reshape(-1) * factor,
+    )
     worst, bad = worst_windows(rows, levels)
     for lv, (n, frac) in zip(levels, worst, strict=True):
         verdict.levels.append(LevelSpend(lv.name, lv.w, lv.eps, n, frac))

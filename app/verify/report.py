@@ -38,6 +38,7 @@ def to_dict(verdict: Verdict, show_users: bool = False) -> dict[str, Any]:
             "released": round(verdict.released, 6),
             "not_released": dict(sorted(verdict.not_released.items())),
         },
+        "privacy_unit": _unit(verdict),
         "refused_internal": dict(sorted(verdict.refused.items())),
         "violations": dict(sorted(verdict.counts.items())),
         "findings": [
@@ -50,6 +51,20 @@ def to_dict(verdict: Verdict, show_users: bool = False) -> dict[str, Any]:
             }
             for v in verdict.violations
         ],
+    }
+
+
+def _unit(verdict: Verdict) -> dict[str, Any] | None:
+    u = verdict.unit
+    if u is None:
+        return None
+    return {
+        "unit": u.bound.unit,
+        "interval_s": u.bound.interval_s,
+        "bound_eps": u.bound.eps,
+        "streams_judged": list(u.streams),
+        "users": u.users,
+        "worst": round(u.worst, 9),
     }
 
 
@@ -72,6 +87,12 @@ def to_text(verdict: Verdict, show_users: bool = False) -> str:
             f"spend {lv.worst:.4f} of eps"
         )
     lines.append(f"  {what} accounted: {verdict.released:g}")
+    if verdict.unit is not None:
+        u = verdict.unit
+        lines.append(
+            f"  privacy unit {u.bound.unit} ({', '.join(u.streams)}): {u.users} users, worst "
+            f"{u.worst:.4g} in {u.bound.interval_s:g} s of a bound of eps {u.bound.eps:g}"
+        )
     for reason, n in sorted(verdict.not_released.items()):
         lines.append(f"  {what} not released ({reason}): {n}")
     for reason, n in sorted(verdict.refused.items()):

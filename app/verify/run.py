@@ -3,18 +3,45 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from app.stream.config import Settings, StreamConfig
 from app.verify.account import account_central
 from app.verify.local import account_local
 from app.verify.read import Snapshot, read_snapshot
-from app.verify.verdict import Verdict
+from app.verify.units import check_unit
+from app.verify.verdict import Verdict, Violation
 
 
-def judge(stream: StreamConfig, snap: Snapshot) -> Verdict:
-    """The verdict on one stream of a snapshot (pure: no broker)."""
-    return account_local(stream, snap) if stream.local else account_central(stream, snap)
+def judge(stream: StreamConfig, snap: Snapshot, others: Sequence[StreamConfig] = ()) -> Verdict:
+    """The verdict on one stream of a snapshot (pure: no broker). A central stream's privacy
+    unit is judged too, across the unit's central streams among ``others`` (the
+    deployment's streams), on the same snapshot."""
+    if stream.local:
+        return account_local(stream, snap)
+    verdict = account_central(stream, snap)
+    if stream.unit is not None and verdict.spend_rows is not None:
+        rows = {stream.id: verdict.spend_rows}
+        members = {t.stream for t in stream.unit.terms}
+        for other in others:
+            if other.id in members and other.id != stream.id and not other.local:
+                theirs = account_central(other, snap).spend_rows
+                if theirs is not None:
+                    rows[other.id] = theirs
+        verdict.unit = check_unit(stream.unit, rows)
+        unit = stream.unit
+        for user, start, spent in verdict.unit.over:
+            verdict.add(
+                Violation(
+                    "unit_overspend",
+                    (),
+                    f"unit {unit.unit!r}: {spent:.6g} spent in {unit.interval_s:g} s from "
+                    f"{start:.0f} across {sorted(rows)}, bound eps {unit.eps:g}",
+                    (user,),
+                )
+            )
+    return verdict
 
 
 def verify(
@@ -44,7 +71,7 @@ def verify(
         max_s=max_s,
         progress=bar,
     )
-    return judge(stream, snap)
+    return judge(stream, snap, settings.streams)
 
 
 def _bar(topic: str, total: int) -> Any:

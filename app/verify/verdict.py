@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from app.verify.units import UnitFinding, UserSpend
+
 KINDS = {
     "wrong_group": "value counted in the wrong group",
     "no_gap": "level change without gap (a user counted inside its change gap)",
@@ -16,6 +18,7 @@ KINDS = {
     "release_missing": "slot never released between released slots",
     "level_missing": "a requested level change is not in the user's level history",
     "level_backdated": "a level change takes effect before it was requested",
+    "unit_overspend": "user spent beyond its privacy unit's bound in an interval, across streams",
 }
 """Every violation kind, with the line the report prints for it."""
 
@@ -66,6 +69,11 @@ class Verdict:
     counts: Counter[str] = field(default_factory=Counter)
     """Violations per kind (exact, also beyond :data:`MAX_KEPT`)."""
     violations: list[Violation] = field(default_factory=list)
+    spend_rows: UserSpend | None = None
+    """Central: the slots each user was counted in and its group's spend there (for the
+    privacy unit's check across streams, :mod:`app.verify.units`)."""
+    unit: UnitFinding | None = None
+    """The stream's privacy unit, judged across its central streams (None: not judged)."""
 
     def add(self, v: Violation) -> None:
         self.counts[v.kind] += 1
