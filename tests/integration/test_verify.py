@@ -1,5 +1,7 @@
 """``dpstream verify`` on the real broker: a worker with two levels and preferences (some users
-change level while the load runs), then verify as a function and as the CLI: no violation."""
+change level while the load runs), then verify as a function and as the CLI: no violation.
+A second stream over the same users makes a privacy unit: ``/budget`` states the unit's bound
+and verify judges every user's spend across both streams against it."""
 
 from __future__ import annotations
 
@@ -34,7 +36,20 @@ streams:
     levels:
       - {{name: strict, w: 5, eps: 2.0}}
       - {{name: loose, w: 3, eps: 4.0}}
+  - id: v
+    labels: [x, y]
+    slot_s: {SLOT_S}
+    grace_s: 0.3
+    neighbours: add-remove
+    mechanism: {{name: uniform}}
+    levels: [{{name: only, w: 4, eps: 1.0}}]
+privacy:
+  interval_s: 10
+  units: [{{name: people, streams: [c, v], cap_eps: 100}}]
 """
+UNIT_BOUND = math.ceil(11 / 3) * (4.0 + 2.0) + math.ceil(11 / 4) * 1.0 * 2
+"""10 s touch 11 slots of 1 s; `c` (PBA, a ledger per level): windows of the smallest w, 3, at
+most the largest eps and the default's; `v` (one level, add-remove: counts double)."""
 
 
 def test_verify_finds_no_violation_on_a_worker_with_levels(kafka, worker_factory, tmp_path: Path):
@@ -48,7 +63,7 @@ def test_verify_finds_no_violation_on_a_worker_with_levels(kafka, worker_factory
     )
     worker = worker_factory(prefix, config).start()
     worker.wait_ready(90)
-    load = SteadyLoad(kafka.bootstrap, prefix + "events", ("c",), USERS, 4, SLOT_S).start()
+    load = SteadyLoad(kafka.bootstrap, prefix + "events", ("c", "v"), USERS, 2, SLOT_S).start()
     try:
         time.sleep(6 * SLOT_S)
         kafka.produce(  # some change level while the load runs: each sits out its gap
@@ -62,7 +77,12 @@ def test_verify_finds_no_violation_on_a_worker_with_levels(kafka, worker_factory
         time.sleep(10 * SLOT_S)
     finally:
         load.finish()
-    wait_released(kafka, prefix + "releases", ["c"], math.floor(load.last_ts / SLOT_S))
+    wait_released(kafka, prefix + "releases", ["c", "v"], math.floor(load.last_ts / SLOT_S))
+    status, body = worker.get("/budget")
+    assert status == 200
+    (unit,) = json.loads(body)["privacy_units"]
+    assert (unit["unit"], sorted(unit["streams"]), unit["interval_s"]) == ("people", ["c", "v"], 10)
+    assert unit["bound_eps"] == pytest.approx(UNIT_BOUND) and unit["cap_eps"] == 100
     assert worker.stop() == 0, worker.tail()
 
     env = {"DPSTREAM_BROKER": kafka.bootstrap, "DPSTREAM_TOPIC_PREFIX": prefix}
@@ -74,6 +94,8 @@ def test_verify_finds_no_violation_on_a_worker_with_levels(kafka, worker_factory
     assert strict.users > 0 and loose.users > 0
     assert 0 < loose.worst <= 1 + 1e-9 and 0 < strict.worst <= 1 + 1e-9  # float sums of audit
     assert verdict.not_released["level_change"] > 0  # u1, u3, u6 sat out their gaps
+    assert verdict.unit is not None and verdict.unit.streams == ("c", "v")
+    assert verdict.unit.users == USERS and 0 < verdict.unit.worst <= UNIT_BOUND
 
     cli = subprocess.run(
         [
