@@ -170,6 +170,15 @@ INTERNAL_REFUSED = Counter(
     ["stream", "reason"],
     registry=REGISTRY,
 )
+MECHANISM_REFUSALS = Counter(
+    "dpstream_mechanism_refusals",
+    "Slots whose step a mechanism's own check refused (the population ledger refusing a round "
+    "that would exceed a user's own window, PersonalWindowError): the local slot is closed "
+    "without asking anyone more; a central stream is no longer served (readyz says why). The "
+    "worker goes on. Any is a bug, or a setting accepted with accept_weaker_guarantee.",
+    ["stream"],
+    registry=REGISTRY,
+)
 COMMITS_LOST = Counter(
     "dpstream_commits_lost",
     "Offset commits a consumer abandoned because Kafka refused them (mostly a rebalance: the "

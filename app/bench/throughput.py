@@ -85,7 +85,7 @@ def streams_yaml(slot_s: float) -> str:
         "streams:\n  - id: bench\n"
         f"    labels: {LABELS}\n    slot_s: {slot_s}\n    grace_s: {GRACE_S}\n"
         "    clock: wall\n    release_timeout_s: 2.0\n"
-        "    mechanism: {name: pba, noise: laplace}\n"
+        "    mechanism: {name: pba}\n"
         "    levels:\n      - {name: strict, w: 20, eps: 1.0}\n"
         "      - {name: relaxed, w: 10, eps: 2.0}\n"
     )
@@ -348,6 +348,7 @@ def worker_env(
         "DPSTREAM_METRICS_PORT": str(free_port()),
         "DPSTREAM_METRICS_BIND": "127.0.0.1",
         "DPSTREAM_NOISE_KEY": secrets.token_hex(32),
+        "DPSTREAM_DEPLOYMENT": prefix.strip(".") or "bench",  # one per bench run
         "DPSTREAM_TOPIC_PREFIX": prefix,
         "DPSTREAM_SESSION_TIMEOUT_S": f"{SESSION_TIMEOUT_S:g}",
         "DPSTREAM_LOG_LEVEL": "WARNING",

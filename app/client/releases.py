@@ -13,6 +13,11 @@ This is the consumer side of the output a pipeline subscribes to (the record lay
   second copy whose bytes differ would break the service's "released exactly once" guarantee,
   so it is dropped too, counted as a conflict and logged.
 
+- **guarantee**: a record names the privacy it carries (``guarantee``: ``eps`` over ``w`` slots
+  at the default level, ``relation``, ``noise``, ``weaker`` and ``weaker_reason``, and for a
+  personalized stream every level); :attr:`SlotRelease.guarantee` is None for a record written
+  before the field, and :func:`guarantee_text` says so.
+
 Everything in a release is public (noised, or post-processed from noised values), so printing
 or storing it costs no privacy. Histograms may hold negative or fractional counts: that is the
 noise; clamping at zero and rounding are free post-processing, left to the caller.
@@ -93,6 +98,9 @@ class SlotRelease:
     """When the release was computed (None in records written before the field)."""
     delayed: bool = False
     """Held back and released at a later slot's close (a period mechanism's earlier slots)."""
+    guarantee: dict[str, Any] | None = None
+    """The privacy this release carries (``topics/releases.yaml``); None in records written
+    before the field."""
 
     @property
     def start_utc(self) -> str:
@@ -121,6 +129,7 @@ class SlotRelease:
             "schema": self.schema,
             "released_at": self.released_at,
             "delayed": self.delayed,
+            "guarantee": self.guarantee,
         }
 
 
@@ -164,7 +173,51 @@ def decode_release(raw: bytes | None) -> SlotRelease:
         schema=schema,
         released_at=_optional_time(value.get("released_at")),
         delayed=value.get("delayed") is True,
+        guarantee=_optional_guarantee(value.get("guarantee")),
     )
+
+
+def _optional_guarantee(raw: Any) -> dict[str, Any] | None:
+    """``guarantee`` if it is a map with ``eps``, ``w``, ``relation`` and ``noise``; None when
+    absent (a record written before the field)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not {"eps", "w", "relation", "noise"} <= set(raw):
+        raise BadReleaseError(f"field 'guarantee' is not a guarantee map: {raw!r}"[:200])
+    return {str(k): v for k, v in raw.items()}
+
+
+def guarantee_text(guarantee: dict[str, Any] | None) -> str:
+    """The guarantee of a release in words, for a person reading releases.
+
+    >>> g = {"eps": 0.5, "w": 20, "relation": "replace", "noise": "geometric",
+    ...      "weaker": False, "weaker_reason": None}
+    >>> guarantee_text(g)
+    'eps=0.5 over w=20 slots, replace, noise geometric, DP as implemented'
+    >>> levels = {"strict": {"eps": 0.5, "w": 20}, "relaxed": {"eps": 1.0, "w": 10}}
+    >>> weak = {**g, "levels": levels, "default_level": "strict", "noise": "laplace",
+    ...         "weaker": True, "weaker_reason": "noise: laplace ..."}
+    >>> guarantee_text(weak)  # doctest: +ELLIPSIS
+    'levels strict eps=0.5 w=20 (default), relaxed eps=1 w=10, replace, noise laplace, WEAKER...'
+    >>> guarantee_text(None)
+    'guarantee not stated (a record written before the field)'
+    """
+    if guarantee is None:
+        return "guarantee not stated (a record written before the field)"
+    g = guarantee
+    levels = g.get("levels")
+    if isinstance(levels, dict) and levels:
+        default = g.get("default_level")
+        where = ", ".join(
+            f"{name} eps={lv.get('eps'):g} w={lv.get('w')}"
+            + (" (default)" if name == default else "")
+            for name, lv in levels.items()
+        )
+        head = f"levels {where}"
+    else:
+        head = f"eps={g['eps']:g} over w={g['w']} slots"
+    weaker = f"WEAKER: {g.get('weaker_reason')}" if g.get("weaker") else "DP as implemented"
+    return f"{head}, {g['relation']}, noise {g['noise']}, {weaker}"
 
 
 def _optional_time(raw: Any) -> float | None:

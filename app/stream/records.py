@@ -224,6 +224,44 @@ def _graph_relation(stream: StreamConfig) -> dict[str, Any]:
     return {"neighbours": wn_neighbours(stream.neighbours), "spatial_n": n}
 
 
+DEVICE_NOISE = "device"
+"""The ``noise`` a local stream's records name: each device randomizes its own report."""
+
+
+def relation(stream: StreamConfig) -> str:
+    """The neighbouring relation one user's privacy covers: the stream's ``neighbours``, a
+    graph stream's (w,n) restriction of it, or ``replace`` for a local stream (a device's
+    value, whatever it is)."""
+    if stream.local:
+        return "replace"
+    return str(_graph_relation(stream).get("neighbours", stream.neighbours))
+
+
+def guarantee(stream: StreamConfig) -> dict[str, Any]:
+    """The ``guarantee`` of every ``releases`` record of ``stream`` (``topics/releases.yaml``):
+    ``eps``-DP over any ``w`` consecutive slots at the default level (users with no
+    preference), the relation, the noise, and whether the stream runs with a weaker guarantee
+    (``weaker``, with ``weaker_reason``); a personalized stream adds every level it offers,
+    a graph stream its spatial window ``spatial_n``, a sum stream its clip bound ``alpha``."""
+    default = stream.levels[stream.default_level]
+    out: dict[str, Any] = {
+        "eps": default.eps,
+        "w": default.w,
+        **_graph_relation(stream),
+        "relation": relation(stream),
+        "noise": DEVICE_NOISE if stream.local else stream.noise,
+        "weaker": stream.weaker_guarantee is not None,
+        "weaker_reason": stream.weaker_guarantee,
+    }
+    out.pop("neighbours", None)  # named ``relation`` here
+    if stream.alpha is not None:
+        out["alpha"] = stream.alpha
+    if len(stream.levels) > 1:
+        out["default_level"] = default.name
+        out["levels"] = {lv.name: {"eps": lv.eps, "w": lv.w} for lv in stream.levels}
+    return out
+
+
 def encode_release(
     stream: StreamConfig,
     slot: int,
@@ -233,6 +271,7 @@ def encode_release(
     recent: list[Any],
     released_at: float | None = None,
     delayed: bool = False,
+    deployment: str = "",
     **audit_extra: Any,
 ) -> tuple[bytes, bytes, list[Any]]:
     """The ``releases`` and ``audit`` values of one released slot, and the ledger's new list
@@ -241,7 +280,8 @@ def encode_release(
 
     ``released_at`` is when the release was computed (Unix seconds; None: now); ``delayed`` is
     true when the slot was held back and released at the close of a later slot (a period
-    mechanism's earlier slots, published at the period's end)."""
+    mechanism's earlier slots, published at the period's end); ``deployment`` is the identity
+    the slot's noise was derived with (audit only)."""
     names = stream.level_names
     spent = {n: float(x) for n, x in zip(names, rel.spent, strict=True)}
     released_at = time.time() if released_at is None else released_at
@@ -259,6 +299,7 @@ def encode_release(
             "schema": RELEASE_SCHEMA,
             "released_at": float(released_at),
             "delayed": bool(delayed),
+            "guarantee": guarantee(stream),
         }
     )
     audit: dict[str, Any] = {
@@ -268,6 +309,8 @@ def encode_release(
         "describe": describe,
         "neighbours": "replace" if stream.local else stream.neighbours,
         **_graph_relation(stream),
+        "noise": DEVICE_NOISE if stream.local else stream.noise,
+        "deployment": deployment,
         "status": rel.status,
         "fresh": bool(rel.fresh),
         "released_at": float(released_at),

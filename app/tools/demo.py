@@ -9,8 +9,9 @@ origin 0, as the SDK requires: :func:`app.tools.simulator.enrollments`; streams 
 ``local_streams.yaml``), and
 prints the ``releases`` topic. Ctrl-C, SIGTERM, SIGHUP or ``--duration`` stops everything it
 started. Without
-``DPSTREAM_NOISE_KEY`` it uses a random key for this run only; with the embedded broker it uses a
-fresh state directory, since the broker's data dies with it.
+``DPSTREAM_NOISE_KEY`` it uses a random key for this run only, and without ``DPSTREAM_DEPLOYMENT``
+a random deployment identity ``demo-<16 hex>``; with the embedded broker it uses a fresh state
+directory, since the broker's data dies with it.
 """
 
 from __future__ import annotations
@@ -347,6 +348,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     if not env.get("DPSTREAM_NOISE_KEY") and not env.get("DPSTREAM_NOISE_KEY_FILE"):
         env["DPSTREAM_NOISE_KEY"] = secrets.token_hex(32)
         print("demo: no DPSTREAM_NOISE_KEY, using a random key for this run", file=sys.stderr)
+    if not env.get("DPSTREAM_DEPLOYMENT") and not env.get("DPSTREAM_DEPLOYMENT_FILE"):
+        env["DPSTREAM_DEPLOYMENT"] = f"demo-{secrets.token_hex(8)}"  # its own noise, never shared
     local = getattr(args, "mode", "central") == "local"
     if args.config:
         env["DPSTREAM_CONFIG"] = str(args.config)

@@ -5,7 +5,8 @@ byte-identical duplicates dropped by ``(stream, slot)``). The default line is co
 :data:`COMPACT_WIDTH` characters): stream, slot number (the topic's, as everywhere), the slot's
 start in UTC, fresh or repeat, and the values in label order, named once by a legend on stderr.
 ``--wide`` prints the whole slot: start and end in UTC, the histogram by label (when the stream
-is in the configuration; else by index), the mechanism and the budget spent per level;
+is in the configuration; else by index), the mechanism, the budget spent per level and the
+guarantee the release carries (:func:`~app.client.releases.guarantee_text`);
 ``--json`` prints one JSON object per slot (:meth:`~app.client.releases.SlotRelease.to_json`,
 plus ``labels`` when known), for ``jq`` or a pipeline. Everything printed is public.
 
@@ -26,7 +27,7 @@ import sys
 import time
 from typing import Any
 
-from app.client.releases import NewerSchemaError, ReleaseReader, SlotRelease
+from app.client.releases import NewerSchemaError, ReleaseReader, SlotRelease, guarantee_text
 from app.stream.config import load_settings
 from app.stream.errors import ServiceError
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
@@ -45,8 +46,9 @@ def format_line(release: SlotRelease, labels: tuple[str, ...] | None = None) -> 
 
     >>> r = SlotRelease("web", 29, 1740.0, 1800.0, (3.25, -1.0), False, "pba",
     ...                 {"strict": 0.0}, 1, 1)
-    >>> print(format_line(r, ("news", "sports")))
+    >>> print(format_line(r, ("news", "sports")))  # doctest: +NORMALIZE_WHITESPACE
     web slot 29 1970-01-01T00:29:00Z..00:30:00Z repeat pba | news=3.2 sports=-1.0 | spent strict=0
+    | guarantee guarantee not stated (a record written before the field)
     """
     names = labels if labels and len(labels) == len(release.histogram) else None
     hist = " ".join(f"{names[i] if names else i}={x:.1f}" for i, x in enumerate(release.histogram))
@@ -57,6 +59,7 @@ def format_line(release: SlotRelease, labels: tuple[str, ...] | None = None) -> 
     return (
         f"{release.stream} slot {release.slot} {release.start_utc}..{release.end_utc[11:]} "
         f"{kind} {release.mechanism} | {hist} | spent {spent}"
+        f" | guarantee {guarantee_text(release.guarantee)}"
     )
 
 

@@ -52,7 +52,9 @@ def _releases(tmp_path, fail_first_publish: bool) -> list[bytes]:
     with ``fail_first_publish``, the first publish crashes and a restarted agent re-emits."""
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
-    settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    settings = load_settings(
+        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
+    )
     ledger: dict = {}
     slots: dict = {}
     sent: list[bytes] = []

@@ -204,6 +204,7 @@ def worker_factory(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[Any]:
             "DPSTREAM_METRICS_PORT": str(free_port()),
             "DPSTREAM_METRICS_BIND": "127.0.0.1",
             "DPSTREAM_NOISE_KEY": NOISE_KEY_HEX,
+            "DPSTREAM_DEPLOYMENT": f"it-{prefix or 'default'}",
             "DPSTREAM_TOPIC_PREFIX": prefix,
             "DPSTREAM_SESSION_TIMEOUT_S": SESSION_TIMEOUT_S,
             "DPSTREAM_LOG_LEVEL": "INFO",

@@ -29,6 +29,7 @@ streams:
     grace_s: 0.3
     release_timeout_s: 1.5
     mechanism: {{name: uniform, noise: laplace}}
+    accept_weaker_guarantee: true  # noise: laplace, the papers' float noise
     levels:
       - {{name: strict, w: 3, eps: 300}}
       - {{name: loose, w: 2, eps: 400}}

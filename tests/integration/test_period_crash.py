@@ -31,6 +31,7 @@ streams:
     slot_s: {SLOT_S}
     grace_s: 0.3
     mechanism: {{name: optstream, noise: laplace, params: {{k: 2, theta: 5.0}}}}
+    accept_weaker_guarantee: true  # noise: laplace, the papers' float noise
     levels: [{{name: only, w: {W}, eps: 2.0}}]
 """
 

@@ -32,7 +32,11 @@ def _batched(kafka: Any, topic: str) -> None:
 
 @pytest.fixture()
 def settings(broker: Any, tmp_path: Any) -> Any:
-    env = {"DPSTREAM_BROKER": broker.bootstrap, "DPSTREAM_NOISE_KEY": "ab" * 16}
+    env = {
+        "DPSTREAM_BROKER": broker.bootstrap,
+        "DPSTREAM_NOISE_KEY": "ab" * 16,
+        "DPSTREAM_DEPLOYMENT": "test",
+    }
     return load_settings(env=env)
 
 

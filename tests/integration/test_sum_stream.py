@@ -38,6 +38,7 @@ streams:
       name: optstream
       noise: laplace
       params: {{sampling: none, postprocess: false}}
+    accept_weaker_guarantee: true  # noise: laplace, the papers' float noise
     levels: [{{name: only, w: {W}, eps: 1000}}]
 """
 

@@ -41,6 +41,7 @@ streams:
     neighbours: add-remove
     max_values: {L}
     mechanism: {{name: stbd, noise: laplace, params: {{page_groups: {PAGE_GROUPS}}}}}
+    accept_weaker_guarantee: true  # noise: laplace, the papers' float noise
     graph: {{grid: {ROWS} x {COLS}, neighbours: 4, n: 2}}
     levels:
       - {{name: std, w: 1, eps: 1000}}

@@ -95,7 +95,8 @@ def load_configs(streams_file: Callable[..., Path]) -> Callable[..., tuple[Strea
 def make_settings(streams_file: Callable[..., Path]) -> Callable[..., Settings]:
     def make(*streams: Stream, **env: str) -> Settings:
         path = streams_file(*(streams or (_central(),)))
-        env = {"DPSTREAM_NOISE_KEY": NOISE_KEY_HEX, "DPSTREAM_BROKER": NOWHERE, **env}
+        key = {"DPSTREAM_NOISE_KEY": NOISE_KEY_HEX, "DPSTREAM_DEPLOYMENT": "test"}
+        env = {**key, "DPSTREAM_BROKER": NOWHERE, **env}
         return load_settings(env=env, config=path)
 
     return make

@@ -25,6 +25,7 @@ def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DPSTREAM_BROKER", NOWHERE)
     monkeypatch.setenv("DPSTREAM_BROKER_TIMEOUT_S", "1")
+    monkeypatch.setenv("DPSTREAM_DEPLOYMENT", "test")
     return monkeypatch
 
 

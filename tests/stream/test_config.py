@@ -54,7 +54,11 @@ def test_invalid_files_name_the_field(tmp_path, text, match):
 
 
 def test_secrets_never_show():
-    env = {"DPSTREAM_NOISE_KEY": "ab" * 16, "DPSTREAM_KAFKA_SASL_PASSWORD": "hunter2"}
+    env = {
+        "DPSTREAM_NOISE_KEY": "ab" * 16,
+        "DPSTREAM_DEPLOYMENT": "t",
+        "DPSTREAM_KAFKA_SASL_PASSWORD": "hunter2",
+    }
     settings = load_settings(env=env)
     assert "hunter2" not in repr(settings) and "abab" not in repr(settings)
     assert settings.require_noise_key() == bytes.fromhex("ab" * 16)

@@ -27,6 +27,7 @@ def worker_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for name in ("DPSTREAM_CONFIG", "DPSTREAM_NOISE_KEY_FILE", "DPSTREAM_METRICS_BIND"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DPSTREAM_NOISE_KEY", KEY)
+    monkeypatch.setenv("DPSTREAM_DEPLOYMENT", "test")
     monkeypatch.setenv("DPSTREAM_BROKER", "127.0.0.1:1")
 
     def no_probe(*_: object) -> None:
@@ -77,18 +78,20 @@ def test_issue_21_an_invalid_metrics_bind_is_one_line_and_exit_2(
 def test_a_valid_metrics_bind_is_kept(tmp_path, bind):
     path = tmp_path / "streams.yaml"
     path.write_text(stream_yaml())
-    env = {"DPSTREAM_METRICS_BIND": bind, "DPSTREAM_NOISE_KEY": KEY}
+    env = {"DPSTREAM_METRICS_BIND": bind, "DPSTREAM_NOISE_KEY": KEY, "DPSTREAM_DEPLOYMENT": "t"}
     assert load_settings(env=env, config=path).metrics_bind == bind
 
 
 def test_the_bounds_just_above_zero_are_accepted(tmp_path):
     path = tmp_path / "streams.yaml"
     path.write_text(stream_yaml(extra="    release_timeout_s: 0.1\n    max_delay_s: 0.1\n"))
-    (s,) = load_settings(env={"DPSTREAM_NOISE_KEY": KEY}, config=path).streams
+    (s,) = load_settings(
+        env={"DPSTREAM_NOISE_KEY": KEY, "DPSTREAM_DEPLOYMENT": "t"}, config=path
+    ).streams
     assert (s.release_timeout_s, s.max_delay_s) == (0.1, 0.1)
     path.write_text(stream_yaml(extra="    release_timeout_s: 0\n"))
     with pytest.raises(ConfigError, match="release_timeout_s"):
-        load_settings(env={"DPSTREAM_NOISE_KEY": KEY}, config=path)
+        load_settings(env={"DPSTREAM_NOISE_KEY": KEY, "DPSTREAM_DEPLOYMENT": "t"}, config=path)
 
 
 @pytest.mark.parametrize("guard", [None, "", "0", "true", "yes"])

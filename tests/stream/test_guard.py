@@ -69,7 +69,9 @@ def test_readiness_names_a_refusing_stream_for_a_while():
 def test_forged_ticks_and_partials_release_nothing_and_spare_the_other_stream(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
-    settings_ = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    settings_ = load_settings(
+        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
+    )
     out: list[tuple[str, bytes, bytes]] = []
 
     async def produce(topic: str, key: bytes, value: bytes) -> None:

@@ -105,7 +105,9 @@ streams:
     mechanism: {name: uniform}
     levels: [{name: only, w: 2, eps: 900}]
 """)
-    settings_ = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    settings_ = load_settings(
+        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
+    )
     sent: list[str] = []
 
     async def produce(topic: str, key: bytes, value: bytes) -> None:

@@ -31,7 +31,9 @@ def written(tmp_path):
     """Stream ``cen`` (two levels, 1 s slots) after slots 9..14; its settings and entry."""
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
-    settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    settings = load_settings(
+        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
+    )
     ledger: dict[str, bytes] = {}
     now = [0.0]
 

@@ -68,7 +68,9 @@ def pref(offset: int, user: int, level: str | None, ts: float) -> PreferenceReco
 def _stream(tmp_path: Any, mech: str = "plpa") -> Any:
     path = tmp_path / "s.yaml"
     path.write_text(YAML.replace("MECH", mech))
-    return load_settings(env={"DPSTREAM_NOISE_KEY": "ab" * 16}, config=path)
+    return load_settings(
+        env={"DPSTREAM_NOISE_KEY": "ab" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
+    )
 
 
 def test_the_book_counts_only_this_streams_users_and_keeps_its_gap(tmp_path):

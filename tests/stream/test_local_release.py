@@ -30,7 +30,9 @@ class Boom(Exception):
 def make(tmp_path, ledger, slots, sent, fail_on=None):
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
-    settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    settings = load_settings(
+        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
+    )
     topics = sized_topics(reports=2)
 
     async def produce(topic, key, value):

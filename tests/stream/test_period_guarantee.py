@@ -1,7 +1,7 @@
 """Issue 21 items 4 and 5 on the service: period streams run the safe noise unless a stream
-names ``laplace`` (then the worker warns), and settings that are not w-event private are
-refused with one line and exit 2 unless the stream accepts the weaker guarantee, which its
-audit records, ``/budget`` and the status page then show."""
+names ``laplace`` with ``accept_weaker_guarantee`` (then the worker warns), and settings that
+are not w-event private are refused with one line and exit 2 unless the stream accepts the
+weaker guarantee, which its audit records, ``/budget`` and the status page then show."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from app.stream.ops import status
 from app.stream.ops.budget_view import budget_json
 from tests.stream.test_release_period import FIRST, W, feed, make, releases, start
 
-KEY = {"DPSTREAM_NOISE_KEY": "cd" * 16}
+KEY = {"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}
 
 
 def period_yaml(mechanism: str, extra: str = "") -> str:
@@ -52,9 +52,11 @@ def test_a_period_stream_without_noise_releases_through_the_agent(tmp_path):
     assert {a["weaker_guarantee"] for a in audits} == {None}
 
 
-def test_laplace_runs_only_when_named_and_the_worker_warns(tmp_path, caplog):
-    (stream,) = load(tmp_path, period_yaml("{name: dft, noise: laplace}"))
+def test_laplace_runs_only_with_the_flag_and_the_worker_warns(tmp_path, caplog):
+    flag = "    accept_weaker_guarantee: true\n"
+    (stream,) = load(tmp_path, period_yaml("{name: dft, noise: laplace}", flag))
     assert stream.build_mechanism().noise == "laplace"
+    assert "noise: laplace" in (stream.weaker_guarantee or "")
     with caplog.at_level(logging.WARNING, logger="app.stream.worker"):
         warn_streams([stream], logging.getLogger("app.stream.worker"))
     (record,) = caplog.records
@@ -75,6 +77,7 @@ def test_a_setting_that_is_not_w_event_private_is_refused_with_exit_2(
     path = tmp_path / "s.yaml"
     path.write_text(period_yaml(f"{{name: optstream, params: {params}}}"))
     monkeypatch.setenv("DPSTREAM_NOISE_KEY", "cd" * 16)
+    monkeypatch.setenv("DPSTREAM_DEPLOYMENT", "test")
     monkeypatch.setenv("DPSTREAM_BROKER", "127.0.0.1:1")
     monkeypatch.setenv("DPSTREAM_BROKER_TIMEOUT_S", "1")
     assert main(["worker", "--config", str(path)]) == 2
@@ -92,6 +95,7 @@ def test_accept_weaker_guarantee_must_be_a_boolean(tmp_path, monkeypatch, capsys
     path = tmp_path / "s.yaml"
     path.write_text(period_yaml("dft", "    accept_weaker_guarantee: 'yes'\n"))
     monkeypatch.setenv("DPSTREAM_NOISE_KEY", "cd" * 16)
+    monkeypatch.setenv("DPSTREAM_DEPLOYMENT", "test")
     assert main(["worker", "--config", str(path)]) == 2
     assert "accept_weaker_guarantee must be true or false" in capsys.readouterr().err
 

@@ -29,7 +29,9 @@ class Boom(Exception):
 def make(tmp_path, ledger, slots, sent, fail_publish=False):
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
-    settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    settings = load_settings(
+        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
+    )
 
     async def produce(topic, key, value):
         if fail_publish:

@@ -25,6 +25,7 @@ streams:
     grace_s: 0.5
     release_timeout_s: 1
     mechanism: {{name: optstream, noise: laplace, params: {{k: 2, theta: 5.0}}}}
+    accept_weaker_guarantee: true  # noise: laplace, the papers' float noise
     levels: [{{name: only, w: {W}, eps: 1.0}}]
 """
 
@@ -36,7 +37,9 @@ class Boom(Exception):
 def make(tmp_path, ledger, slots, sent, fail_publish=False, yaml=YAML):
     path = tmp_path / "p.yaml"
     path.write_text(yaml)
-    settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    settings = load_settings(
+        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
+    )
 
     async def produce(topic, key, value):
         if fail_publish:
@@ -172,8 +175,9 @@ def test_central_streams_accept_period_mechanisms(tmp_path, mechanism, mode, err
     path.write_text(
         f"streams:\n  - id: c\n    mode: {mode}\n    {extra}labels: [a, b]\n"
         f"    mechanism: {mechanism}\n    levels: [{{name: l, w: 4, eps: 1.0}}]\n"
+        f"    accept_weaker_guarantee: {'laplace' in mechanism}\n"
     )
-    env = {"DPSTREAM_NOISE_KEY": "cd" * 16}
+    env = {"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}
     if error is None:
         (stream,) = load_settings(env=env, config=path).streams
         assert stream.build_mechanism().kind == "period"

@@ -35,7 +35,9 @@ def released(tmp_path):
     published ``releases`` values and the status board that listened."""
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
-    settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    settings = load_settings(
+        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
+    )
     ledger: dict = {}
     sent: list[bytes] = []
     now = [0.0]

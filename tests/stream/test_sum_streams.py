@@ -32,6 +32,7 @@ streams:
     grace_s: 1
     release_timeout_s: 1
     mechanism: {{name: {mechanism}, noise: laplace}}
+    accept_weaker_guarantee: true  # noise: laplace, the papers' float noise
     levels:
       - {{name: strict, w: 4, eps: 1.0}}
 {levels}{extra}
@@ -245,7 +246,9 @@ def test_a_count_stream_is_unchanged_by_amounts(tmp_path):
 def test_the_release_driver_hands_the_merged_float_sums_to_the_mechanism(tmp_path, monkeypatch):
     path = tmp_path / "s.yaml"
     path.write_text(stream_yaml(f"    sum: {{alpha: {ALPHA}}}\n"))
-    settings = load_settings(env={"DPSTREAM_NOISE_KEY": "cd" * 16}, config=path)
+    settings = load_settings(
+        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
+    )
     seen: list[np.ndarray] = []
     step = OptStream.step
 

@@ -138,6 +138,18 @@ class PLDPMechanism(LocalMechanism):
             out.append(cache[g, u])
         return np.array(out)
 
+    def weaker_guarantee(self) -> str | None:
+        """The paper's OPS split (``split_rule="paper_ceil_z"``, spec A10) plans more reports
+        per window than a level's ``eps_i`` allows: the population ledger refuses those rounds
+        at run time, so the service skips slots (refused without
+        ``accept_weaker_guarantee``)."""
+        if self.use_ops and self.split_rule == "paper_ceil_z":
+            return (
+                "split_rule=paper_ceil_z: OPS plans up to 1.5 eps_i per window; the population "
+                "ledger refuses those rounds and their slots are skipped"
+            )
+        return None
+
     @property
     def unit_users(self) -> int:
         """``z``: the dissimilarity cohort per slot and the absorption unit."""

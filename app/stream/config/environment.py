@@ -15,7 +15,13 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.stream.config.model import DEFAULT_STREAMS, KafkaSecurity, Secret, Settings
+from app.stream.config.model import (
+    DEFAULT_STREAMS,
+    DEPLOYMENT_REQUIRED,
+    KafkaSecurity,
+    Secret,
+    Settings,
+)
 from app.stream.config.streams import load_streams
 from app.stream.errors import ConfigError
 
@@ -54,6 +60,44 @@ def _noise_key(env: Mapping[str, str]) -> Secret | None:
                 f"cannot read DPSTREAM_NOISE_KEY_FILE {path}: {exc.strerror}"
             ) from None
     return None
+
+
+_DEPLOYMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
+
+
+def deployment_id(env: Mapping[str, str], keyed: bool) -> str:
+    """The deployment's identity: ``DPSTREAM_DEPLOYMENT``, else the content of
+    ``DPSTREAM_DEPLOYMENT_FILE`` (compose generates one beside the key). Required whenever
+    a noise key is set (``keyed``): there is no default two deployments could share.
+
+    >>> deployment_id({"DPSTREAM_DEPLOYMENT": "prod.eu-west-1"}, keyed=True)
+    'prod.eu-west-1'
+    >>> deployment_id({}, keyed=False)
+    ''
+    >>> deployment_id({"DPSTREAM_DEPLOYMENT": ""}, keyed=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    app.stream.errors.ConfigError: DPSTREAM_DEPLOYMENT (or DPSTREAM_DEPLOYMENT_FILE) must name...
+    """
+    raw = env.get("DPSTREAM_DEPLOYMENT", "").strip()
+    path = env.get("DPSTREAM_DEPLOYMENT_FILE")
+    if not raw and path:
+        try:
+            raw = Path(path).read_text().strip()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read DPSTREAM_DEPLOYMENT_FILE {path}: {exc.strerror}"
+            ) from None
+    if not raw:
+        if keyed:
+            raise ConfigError(DEPLOYMENT_REQUIRED)
+        return ""
+    if not _DEPLOYMENT.fullmatch(raw):
+        raise ConfigError(
+            "DPSTREAM_DEPLOYMENT must be 1-128 chars of [A-Za-z0-9._:/@-], starting with a "
+            f"letter or digit, got {raw[:140]!r}"
+        )
+    return raw
 
 
 def _security(env: Mapping[str, str]) -> KafkaSecurity:
@@ -131,12 +175,13 @@ def load_settings(env: Mapping[str, str] | None = None, config: Path | None = No
     if level not in LOG_LEVELS:
         raise ConfigError(f"DPSTREAM_LOG_LEVEL must be a logging level, got {level!r}")
     prefix = env.get("DPSTREAM_TOPIC_PREFIX", "")
+    key = _noise_key(env)
     return Settings(
         broker=env.get("DPSTREAM_BROKER") or None,
         state_dir=Path(env.get("DPSTREAM_STATE_DIR") or "./dpstream-state"),
         metrics_port=int(port_raw),
         metrics_bind=metrics_bind(env.get("DPSTREAM_METRICS_BIND", "0.0.0.0")),  # noqa: S104
-        noise_key=_noise_key(env),
+        noise_key=key,
         security=_security(env),
         log_level=level,
         topic_prefix=prefix,
@@ -144,6 +189,6 @@ def load_settings(env: Mapping[str, str] | None = None, config: Path | None = No
         delivery_horizon_s=_seconds(env, "DPSTREAM_DELIVERY_HORIZON_S", "10", 1.0, 600.0),
         streams=load_streams(path, env),
         config_path=path,
-        deployment=env.get("DPSTREAM_DEPLOYMENT", prefix),
+        deployment=deployment_id(env, keyed=key is not None),
         expose_data_counts=_flag(env, "DPSTREAM_EXPOSE_DATA_COUNTS"),
     )

@@ -53,6 +53,13 @@ class Secret:
         return hash(self._value)
 
 
+DEPLOYMENT_REQUIRED = (
+    "DPSTREAM_DEPLOYMENT (or DPSTREAM_DEPLOYMENT_FILE) must name this deployment, non-empty "
+    "and unique, whenever a noise key is set: two deployments sharing a key and a name draw "
+    "the same noise"
+)
+"""The one line refusing a noise key without a deployment identity (docs/security.md)."""
+
 DEFAULT_POPULATION = 1000
 """Users assumed at a level whose ``population`` is not configured (OBS input only)."""
 
@@ -110,30 +117,23 @@ class StreamConfig:
     per category, the sum of the users' amounts, each user's clipped to ``alpha`` per value and
     slot (the (w, alpha) model); ``None``: the stream counts users."""
     accept_weaker_guarantee: bool = False
-    """The stream's explicit consent to a mechanism setting that is not w-event private (a
-    period mechanism's ``strict: false`` or ``feature_sensitivity: paper``); without it such a
-    stream is refused."""
+    """The stream's explicit consent to a setting that is not DP as implemented at its levels
+    (``noise: laplace``, a period mechanism's ``strict: false`` or ``feature_sensitivity:
+    paper``, PLDP's ``split_rule: paper_ceil_z``); without it such a stream is refused."""
     weaker_guarantee: str | None = None
-    """Set at load: why the stream's mechanism is not w-event private (accepted through
-    :attr:`accept_weaker_guarantee`), shown in audit records, ``/budget`` and the status page;
-    None when it is."""
+    """Set at load: why the stream is not w-event private as implemented (accepted through
+    :attr:`accept_weaker_guarantee`), shown in every release and audit record, ``/budget``
+    and the status page; None when it is."""
     unit: UnitBound | None = None
     """Set at load: the privacy unit the stream belongs to, with what one user can lose across
     the unit's streams in its interval (:mod:`app.stream.config.units`)."""
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the worker logs as warnings at start: floating-point Laplace noise (the
-        papers' noise, not eps-DP as implemented) and an accepted weaker guarantee."""
-        out = []
-        if self.noise == "laplace" and not self.local:
-            out.append(
-                "noise: laplace is floating-point Laplace, not eps-DP as implemented; "
-                "use geometric (the default) outside paper reproductions"
-            )
+        """What the worker logs as warnings at start: an accepted weaker guarantee."""
         if self.weaker_guarantee:
-            out.append(f"not w-event private, accepted: {self.weaker_guarantee}")
-        return tuple(out)
+            return (f"not w-event private, accepted: {self.weaker_guarantee}",)
+        return ()
 
     @property
     def local(self) -> bool:
@@ -233,9 +233,10 @@ class Settings:
     streams: tuple[StreamConfig, ...]
     config_path: Path = field(default=DEFAULT_STREAMS)
     deployment: str = ""
-    """The deployment's identity, mixed into every noise derivation (``DPSTREAM_DEPLOYMENT``,
-    default: the topic prefix): two deployments sharing a key and a stream id draw
-    independent noise."""
+    """The deployment's identity, mixed into every noise derivation and written in every audit
+    record (``DPSTREAM_DEPLOYMENT`` or ``DPSTREAM_DEPLOYMENT_FILE``): two deployments sharing a
+    key and a stream id draw independent noise. Required, non-empty, whenever a noise key is
+    configured; there is no default that two deployments could share."""
     delivery_horizon_s: float = 10.0
     """How long producers may still deliver what they buffered through a broker outage once
     the broker is back (``DPSTREAM_DELIVERY_HORIZON_S``, 1-600 s): after a gap in fetch
@@ -258,4 +259,6 @@ class Settings:
                 "no noise key: set DPSTREAM_NOISE_KEY (hex or base64, >= 16 bytes) "
                 "or DPSTREAM_NOISE_KEY_FILE"
             )
+        if not self.deployment:
+            raise ConfigError(DEPLOYMENT_REQUIRED)
         return self.noise_key.reveal()

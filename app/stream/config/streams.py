@@ -22,14 +22,16 @@ Streams come from one YAML file (``DPSTREAM_CONFIG``; the demo's default is
 
 ``mechanism.noise`` is ``geometric`` unless given, for every kind: DP as implemented (exact
 discrete noise for counts, discrete noise on a grid for real values, :mod:`app.dp.noise`).
-``noise: laplace`` (floating-point Laplace, the papers' noise) runs only when a stream names it,
-and the worker logs a warning for it at start.
+``noise: laplace`` (numpy's floating-point Laplace, the papers' noise) is not DP as implemented
+(Mironov 2012): a central stream naming it is refused unless it sets
+``accept_weaker_guarantee: true``; a local stream adds no service noise and takes none.
 
-A period mechanism's ``params`` may hold the papers' settings that are *not* w-event private:
-``strict: false`` (a window of ``w`` slots straddling two periods loses up to ``2 eps``) and
-OptStream's ``feature_sensitivity: paper``. A stream naming either is refused unless it sets
-``accept_weaker_guarantee: true``; then its audit records, ``/budget`` and the status page
-carry ``weaker_guarantee`` (the reason) and the worker logs a warning at start.
+The papers' settings that are *not* w-event private are refused the same way: a period
+mechanism's ``strict: false`` (a window of ``w`` slots straddling two periods loses up to
+``2 eps``) and OptStream's ``feature_sensitivity: paper``, and PLDP's ``split_rule:
+paper_ceil_z`` (rounds the population ledger must refuse at run time). With the flag, every
+release and audit record, ``/budget`` and the status page carry ``weaker_guarantee`` (the
+reasons) and the worker logs a warning at start.
 
 Local mode (``mode: local``; devices perturb, the service only aggregates reports)::
 
@@ -400,12 +402,32 @@ def parse_stream(
         weaker = stream.build_mechanism().weaker_guarantee()
     except (DPError, TypeError) as exc:
         raise ConfigError(f"{where}.mechanism: {exc}") from None
-    if weaker and not stream.accept_weaker_guarantee:
+    reasons = [r for r in (_noise_weakness(stream, where), weaker) if r]
+    if reasons and not stream.accept_weaker_guarantee:
         raise ConfigError(
-            f"{where}.mechanism: not w-event private ({weaker}); remove the setting, or set "
-            "`accept_weaker_guarantee: true` on the stream to run with the weaker guarantee"
+            f"{where}.mechanism: not w-event private as implemented ({'; '.join(reasons)}); "
+            "remove the setting, or set `accept_weaker_guarantee: true` on the stream to run "
+            "with the weaker guarantee"
         )
-    return dataclasses.replace(stream, weaker_guarantee=weaker)
+    return dataclasses.replace(stream, weaker_guarantee="; ".join(reasons) or None)
+
+
+LAPLACE_WEAKNESS = "noise: laplace is floating-point Laplace, not eps-DP as implemented"
+"""The reason a ``noise: laplace`` stream carries in ``weaker_guarantee`` (Mironov 2012: most
+floating-point outputs of a count are unreachable from its neighbour)."""
+
+
+def _noise_weakness(stream: StreamConfig, where: str) -> str | None:
+    """Why the stream's noise is not DP as implemented (None: ``geometric``); a local stream
+    adds no service noise, so it may not name one."""
+    if stream.noise == "geometric":
+        return None
+    if stream.local:
+        raise ConfigError(
+            f"{where}.mechanism.noise: a local stream adds no service noise (devices randomize "
+            f"their reports); remove `noise: {stream.noise}`"
+        )
+    return LAPLACE_WEAKNESS
 
 
 def _flag(where: str, raw: Any) -> bool:

@@ -22,7 +22,9 @@ import logging
 import time
 from collections.abc import Callable, MutableMapping, Sequence
 
-from app.stream.config import Settings
+from app import metrics
+from app.dp.errors import DPError
+from app.stream.config import Settings, StreamConfig
 from app.stream.errors import ConfigError
 from app.stream.internal import InternalError, decode
 from app.stream.ops.late import LateSlots
@@ -106,6 +108,27 @@ class Releaser:
         except StateMismatch as exc:
             self.failed[sid] = str(exc)
             log.error("%s", exc)
+        except DPError as exc:  # a mechanism's own check: never stops the worker
+            await self._refused(stream, exc)
+
+    async def _refused(self, stream: StreamConfig, exc: DPError) -> None:
+        """A mechanism's own check refused a step of ``stream`` (e.g.
+        :class:`~app.dp.local.personal_population.PersonalWindowError`): count and log it, then
+        close a local slot from the ledger without asking anyone more
+        (:meth:`LocalDriver.skip`). A central stream, or a local one whose skip is refused too,
+        is no longer served (``/readyz`` says why); the worker and its other streams go on."""
+        sid = stream.id
+        metrics.MECHANISM_REFUSALS.labels(sid).inc()
+        self.publisher.forget(sid)
+        try:
+            if not stream.local:
+                raise exc
+            slot = await self.local.skip(stream, self.clock())
+        except DPError as final:
+            self.failed[sid] = f"stream {sid}: the mechanism refused a step: {final}"
+            log.error("%s; the stream is no longer served", self.failed[sid])
+            return
+        log.error("slot skipped stream=%s slot=%d: the mechanism refused it: %s", sid, slot, exc)
 
     def revoked(self) -> None:
         """The agent's partitions were revoked: it serves no stream until it hears one again."""

@@ -225,6 +225,43 @@ class LocalDriver:
         book.settle(stream, slot)  # asked about this slot and later ones only
         entry.local.levels = book.to_dict()
 
+    async def skip(self, stream: StreamConfig, now: float) -> int:
+        """Close the stream's open slot after the mechanism refused a step of it (the
+        releaser's :meth:`~app.stream.release.Releaser._refused`), from the ledger: the
+        in-memory mechanism may be half-stepped. Returns the slot.
+
+        No round recorded for the slot yet: nothing was asked, so the slot is left out
+        (``next_slot`` and ``offset`` move on together and the mechanism's next slot is the next
+        wall slot; its windows, counted in its own slots, only get longer in wall time). A round
+        recorded (devices may have reported, and spent): the slot is stepped with empty tallies
+        and released, a repeat, as a slot the service was too late for."""
+        sid = stream.id
+        entry = self.pub.read(sid)
+        slot = self._next_slot(stream, entry, now)
+        self.slots.pop(sid, None)
+        pending = self._pending(entry)
+        if entry is not None and pending is not None:
+            mech = as_round(self.pub.mechanism(stream, entry))
+            request: CollectionRequest | None = pending
+            while request is not None:
+                m = len(request.oracle)
+                empty = Tally(
+                    request.slot,
+                    request.round,
+                    np.zeros((m, stream.d), dtype=np.int64),
+                    np.zeros(m, dtype=np.int64),
+                )
+                request = mech.on_tally(empty, self.pub.rng(stream, slot, "/tally"))
+            await self._release(stream, mech, entry, slot)
+            return slot
+        if entry is None:
+            entry = LedgerEntry(local=LocalRound(offset=slot - 1))  # a fresh mechanism: t = 0
+        entry.local.offset = (entry.local.offset or 0) + 1
+        entry.next_slot = slot + 1
+        self.pub.write(sid, entry)
+        await self.pub.persist()
+        return slot
+
     def _next_slot(self, stream: StreamConfig, entry: LedgerEntry | None, now: float) -> int:
         if entry is not None and entry.next_slot is not None:
             return entry.next_slot

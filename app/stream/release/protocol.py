@@ -145,6 +145,11 @@ class Publisher:
         elif cached is not None and cached[0] == old:
             self._cache[sid] = (entry.seq, cached[1])
 
+    def forget(self, sid: str) -> None:
+        """Drop the cached mechanism of ``sid`` (one a refused step left half-stepped): the
+        next :meth:`mechanism` continues from the ledger."""
+        self._cache.pop(sid, None)
+
     def mechanism(self, stream: StreamConfig, entry: LedgerEntry | None) -> Mechanism:
         """The stream's mechanism continued from ``entry`` (cached between writes)."""
         if entry is None or entry.state is None:
@@ -190,6 +195,7 @@ class Publisher:
                 recent,
                 released_at=released_at,
                 delayed=rel_slot < slot,
+                deployment=self.deployment,
                 **audit_extra,
             )
             outbox += [("releases", record), ("audit", audit)]
