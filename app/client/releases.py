@@ -200,10 +200,10 @@ def guarantee_text(guarantee: dict[str, Any] | None) -> str:
     >>> guarantee_text(weak)  # doctest: +ELLIPSIS
     'levels strict eps=0.5 w=20 (default), relaxed eps=1 w=10, replace, noise laplace, WEAKER...'
     >>> guarantee_text(None)
-    'guarantee not stated (a record written before the field)'
+    'not stated (a record written before the field)'
     """
     if guarantee is None:
-        return "guarantee not stated (a record written before the field)"
+        return "not stated (a record written before the field)"
     g = guarantee
     levels = g.get("levels")
     if isinstance(levels, dict) and levels:

@@ -48,7 +48,7 @@ def format_line(release: SlotRelease, labels: tuple[str, ...] | None = None) -> 
     ...                 {"strict": 0.0}, 1, 1)
     >>> print(format_line(r, ("news", "sports")))  # doctest: +NORMALIZE_WHITESPACE
     web slot 29 1970-01-01T00:29:00Z..00:30:00Z repeat pba | news=3.2 sports=-1.0 | spent strict=0
-    | guarantee guarantee not stated (a record written before the field)
+    | guarantee not stated (a record written before the field)
     """
     names = labels if labels and len(labels) == len(release.histogram) else None
     hist = " ".join(f"{names[i] if names else i}={x:.1f}" for i, x in enumerate(release.histogram))

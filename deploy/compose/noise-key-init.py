@@ -6,9 +6,13 @@
 
 The key is 32 random bytes from :mod:`secrets`, written as hex with mode 0400 into a Docker
 volume; it is never printed and never leaves the volume. The worker reads it through
-DPSTREAM_NOISE_KEY_FILE. Standard library only: it runs in the dpstream image (or anywhere).
-Exit status 0 on success, 1 with one line on stderr otherwise. See docs/security.md for what
-rotating the key does (nothing to released slots: they are re-produced from stored bytes).
+DPSTREAM_NOISE_KEY_FILE. Beside it, in every mode, the script keeps this stack's deployment
+identity (``deployment-id``: ``compose-`` and 16 random hex digits, generated once, not secret),
+which the worker mixes into every noise derivation (DPSTREAM_DEPLOYMENT_FILE): two stacks given
+the same key (``--from-stdin``) still draw independent noise. Standard library only: it runs
+in the dpstream image (or anywhere). Exit status 0 on success, 1 with one line on stderr
+otherwise. See docs/security.md for what rotating the key does (nothing to released slots:
+they are re-produced from stored bytes).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import sys
 from pathlib import Path
 
 MIN_BYTES = 16  # the worker's own minimum (app/stream/config.py, parse_noise_key)
+DEPLOYMENT_FILE = "deployment-id"
 
 
 def _key_bytes(text: str) -> int:
@@ -45,6 +50,17 @@ def _write(path: Path, text: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+def _deployment_id(key_path: Path) -> None:
+    """Generate this stack's deployment identity beside the key once; keep it afterwards."""
+    path = key_path.with_name(DEPLOYMENT_FILE)
+    if not path.exists() or not path.read_text().strip():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(f"compose-{secrets.token_hex(8)}\n")
+        tmp.chmod(0o444)
+        os.replace(tmp, path)
+        print(f"noise-key: generated this stack's deployment identity in {path}")
 
 
 def main(argv: list[str]) -> int:
@@ -96,5 +112,13 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def run(argv: list[str]) -> int:
+    """:func:`main`, then (on success) the deployment identity beside the key."""
+    status = main(argv)
+    if status == 0:
+        _deployment_id(Path([a for a in argv if not a.startswith("--")][0]))
+    return status
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run(sys.argv[1:]))

@@ -161,6 +161,7 @@ def live_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveWorker
             "DPSTREAM_BROKER": broker.bootstrap,
             "DPSTREAM_CONFIG": str(COMPOSE_STREAMS),
             "DPSTREAM_NOISE_KEY_FILE": str(key_file),
+            "DPSTREAM_DEPLOYMENT_FILE": str(key_file.with_name("deployment-id")),
             "DPSTREAM_STATE_DIR": str(work / "state"),
             "DPSTREAM_METRICS_PORT": str(port),
             "DPSTREAM_METRICS_BIND": "127.0.0.1",

@@ -432,6 +432,22 @@ def _rendered_env(values: Path) -> dict[str, dict]:
     return {e["name"]: e for e in pod["containers"][0]["env"]}
 
 
+def test_the_deployment_identity_is_unique_by_default_and_set_by_the_value() -> None:
+    """Issue 33 section 2: two releases sharing a noise key never share a deployment identity
+    by accident (the worker refuses a key without one)."""
+    from app.stream.config.environment import deployment_id
+
+    env = _rendered_env(None)  # type: ignore[arg-type]
+    assert env["DPSTREAM_DEPLOYMENT"]["value"] == "rel.dp"
+    out = render(None, "--set", "noiseKey.deploymentId=prod-eu.1").stdout
+    sts = by_kind([d for d in yaml.safe_load_all(out) if d], "StatefulSet")[0]
+    (worker,) = sts["spec"]["template"]["spec"]["containers"]
+    value = {e["name"]: e.get("value") for e in worker["env"]}["DPSTREAM_DEPLOYMENT"]
+    assert deployment_id({"DPSTREAM_DEPLOYMENT": value}, keyed=True) == "prod-eu.1"
+    bad = render(None, "--set", "noiseKey.deploymentId=no spaces", check=False)
+    assert bad.returncode != 0 and "deploymentId" in bad.stderr
+
+
 def _notes(*extra: str) -> str:
     """NOTES.txt as `helm install` prints it (client-side dry run: no cluster needed)."""
     cmd = [tool("helm"), "install", "rel", str(CHART), "--dry-run=client", "--namespace", "dp"]

@@ -22,6 +22,8 @@ AGREED_ENV = {
     "DPSTREAM_METRICS_BIND",
     "DPSTREAM_NOISE_KEY",
     "DPSTREAM_NOISE_KEY_FILE",
+    "DPSTREAM_DEPLOYMENT",
+    "DPSTREAM_DEPLOYMENT_FILE",
     "DPSTREAM_KAFKA_SECURITY_PROTOCOL",
     "DPSTREAM_KAFKA_SASL_MECHANISM",
     "DPSTREAM_KAFKA_SASL_USERNAME",
@@ -167,7 +169,22 @@ def test_noise_key_init_generates_once_keeps_then_rotates(tmp_path: Path) -> Non
     mine = "ab" * 24
     assert _init(key, "--from-stdin", stdin=mine).returncode == 0
     assert key.read_text().strip() == mine
-    assert [p.name for p in tmp_path.iterdir()] == ["noise-key"]  # no temporary left behind
+    # Beside the key, the stack's deployment identity: generated once, kept through rotations.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deployment-id", "noise-key"]
+    ident = (tmp_path / "deployment-id").read_text().strip()
+    assert re.fullmatch(r"compose-[0-9a-f]{16}", ident)
+    assert _init(key, "--rotate").returncode == 0
+    assert (tmp_path / "deployment-id").read_text().strip() == ident
+
+
+def test_compose_gives_every_service_reading_the_key_the_stacks_deployment_identity(
+    stack: dict,
+) -> None:
+    for name, service in stack["services"].items():
+        env = service.get("environment") or {}
+        if "DPSTREAM_NOISE_KEY_FILE" in env:
+            key_dir = env["DPSTREAM_NOISE_KEY_FILE"].rsplit("/", 1)[0]
+            assert env["DPSTREAM_DEPLOYMENT_FILE"] == f"{key_dir}/deployment-id", name
 
 
 def test_noise_key_init_refuses_bad_input_with_one_line(tmp_path: Path) -> None:

@@ -10,8 +10,10 @@ import msgpack
 import numpy as np
 import pytest
 
+from app.client.releases import decode_release
 from app.stream.config import load_settings
 from app.stream.ops.ledger_view import read_ledger
+from app.tools.releases import format_line
 
 pytestmark = pytest.mark.integration
 
@@ -124,6 +126,17 @@ def test_one_release_per_slot_with_true_counts(kafka, worker_factory, tmp_path: 
     assert [a["slot"] for a in audits] == slots
     for a in audits:
         assert a["spent_by_group"] == by_slot[a["slot"]]["spent_by_group"]
+        assert (a["noise"], a["deployment"]) == ("laplace", worker.env["DPSTREAM_DEPLOYMENT"])
+    # Issue 33: every release names its guarantee (here weakened: float Laplace, accepted),
+    # and the reader prints it.
+    for rel in releases:
+        g = rel["guarantee"]
+        assert (g["eps"], g["w"], g["relation"], g["noise"]) == (300, 3, "replace", "laplace")
+        assert g["weaker"] and "laplace" in g["weaker_reason"]
+        assert g["levels"] == {"strict": {"eps": 300, "w": 3}, "loose": {"eps": 400, "w": 2}}
+    line = format_line(decode_release(kafka.read(prefix + "releases", idle_s=0.5)[-1].value()))
+    assert "guarantee levels strict eps=300 w=3 (default), loose eps=400 w=2" in line
+    assert "noise laplace, WEAKER: noise: laplace" in line
     settings = load_settings(env={**worker.env, "DPSTREAM_CONFIG": str(config)})
     entry = read_ledger(settings, "web")
     assert entry is not None and entry.published

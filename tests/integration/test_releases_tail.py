@@ -1,4 +1,5 @@
-"""``dpstream releases tail`` on a real broker: dedup, labels, JSON, schema check (issue 15)."""
+"""``dpstream releases tail`` on a real broker: dedup, labels, JSON, schema check (issue 15), the
+guarantee a record carries (issue 33)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,19 @@ streams:
     mechanism: {name: pba}
     levels: [{name: strict, w: 5, eps: 1.0}, {name: relaxed, w: 3, eps: 2.0}]
 """
+
+
+GUARANTEE = {
+    "eps": 1.0,
+    "w": 5,
+    "relation": "replace",
+    "noise": "geometric",
+    "weaker": False,
+    "weaker_reason": None,
+    "default_level": "strict",
+    "levels": {"strict": {"eps": 1.0, "w": 5}, "relaxed": {"eps": 2.0, "w": 3}},
+}
+"""What the service writes for ``YAML``'s stream (``app.stream.records.guarantee``)."""
 
 
 def _record(stream: str, slot: int, hist: list[float], **extra: object) -> bytes:
@@ -81,7 +95,7 @@ def test_tail_dedups_labels_and_checks_the_schema(broker, kafka, tmp_path):
             (b"other", _record("other", 1, [1.0])),
             (b"web", _record("web", 2, [11.0, 0.0, 4.0])),
             (b"web", first),  # a crash's byte-identical copy
-            (b"web", _record("web", 3, [9.0, 1.0, 2.0])),
+            (b"web", _record("web", 3, [9.0, 1.0, 2.0], guarantee=GUARANTEE)),
         ],
     )
 
@@ -100,7 +114,13 @@ def test_tail_dedups_labels_and_checks_the_schema(broker, kafka, tmp_path):
     assert lines[0] == (
         "web slot 1 1970-01-01T00:01:00Z..00:02:00Z fresh  pba | news=10.5 sport=-2.0 "
         "video=3.2 | spent strict=0.1 relaxed=0.2"
+        " | guarantee not stated (a record written before the field)"
     )
+    assert lines[2].endswith(
+        " | guarantee levels strict eps=1 w=5 (default), relaxed eps=2 w=3, replace, "
+        "noise geometric, DP as implemented"
+    )
+    assert rows[2]["guarantee"] == GUARANTEE and rows[0]["guarantee"] is None
 
     kafka.produce(topic, [(b"web", _record("web", 4, [1.0, 1.0, 1.0], schema=2))])
     out = _tail(broker.bootstrap, prefix, config, "--from-beginning")

@@ -137,6 +137,8 @@ annotations:
   value: {{ .Values.logLevel | quote }}
 - name: DPSTREAM_NOISE_KEY_FILE
   value: /etc/dpstream/secrets/noise-key
+- name: DPSTREAM_DEPLOYMENT
+  value: {{ .Values.noiseKey.deploymentId | default (printf "%s.%s" .Release.Name .Release.Namespace) | quote }}
 - name: DPSTREAM_KAFKA_SECURITY_PROTOCOL
   value: {{ .Values.kafka.securityProtocol | quote }}
 {{- if include "dpstream.saslEnabled" . }}
