@@ -13,8 +13,11 @@ import pytest
 from app import metrics
 from app.cli import main
 from app.client.releases import decode_release
+from app.dp.interfaces import as_period, as_slotted
 from app.dp.local.personal_population import PersonalPopulation, PersonalWindowError
-from app.stream.config import DEFAULT_STREAMS, load_settings
+from app.dp.registry import get, names
+from app.stream.config import DEFAULT_STREAMS, load_settings, parse_stream
+from app.stream.config.streams import CENTRAL_KINDS
 from app.stream.errors import ConfigError
 from app.stream.internal import Tick
 from app.stream.records import encode_release, unpack
@@ -72,6 +75,52 @@ def test_a_streams_file_with_laplace_and_no_flag_is_refused_with_one_line_and_ex
     path.write_text(central_yaml(f"{{name: {mechanism}, noise: laplace}}", extra))
     line = refused(capsys, "--config", str(path))
     assert "noise: laplace" in line and "accept_weaker_guarantee: true" in line
+
+
+class NoFloatLaplace:
+    """A generator that refuses numpy's float Laplace and hands out everything else."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def laplace(self, *_: object, **__: object) -> None:
+        raise AssertionError("a float Laplace draw")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._rng, name)
+
+
+def _steps(stream, rng, slots: int = 12) -> None:
+    mech = stream.build_mechanism()
+    data = np.random.default_rng(1)
+    population = [lv.population for lv in stream.levels]
+    for _ in range(slots):
+        counts = data.integers(0, 30, (len(stream.levels), stream.d))
+        step = as_period(mech).step if stream.period else as_slotted(mech).step
+        step(counts, rng, population)
+
+
+@pytest.mark.parametrize("name", [n for kind in CENTRAL_KINDS for n in names(kind)])
+def test_no_stream_the_service_accepts_without_the_flag_draws_float_laplace(name):
+    """Every central, period and graph mechanism, built from a streams entry that names no
+    noise, runs 12 slots without one float Laplace draw; the same entry with ``noise:
+    laplace`` and the flag draws one (the control: the stand-in catches a draw)."""
+    entry = {
+        "id": "s",
+        "labels": ["a", "b", "c", "d"],
+        "mechanism": {"name": name},
+        "levels": [{"name": "a", "w": 3, "eps": 1.0}, {"name": "b", "w": 2, "eps": 2.0}],
+    }
+    if get(name).kind == "graph" and not name.startswith("rescuedp"):
+        entry["graph"] = {"grid": "2 x 2", "neighbours": 4, "n": 1}
+    _steps(parse_stream(entry, "t", {}), NoFloatLaplace(0))
+    papers = {**entry, "mechanism": {"name": name, "noise": "laplace"}}
+    with pytest.raises(ConfigError, match="accept_weaker_guarantee"):
+        parse_stream(papers, "t", {})
+    with pytest.raises(AssertionError, match="float Laplace"):
+        _steps(
+            parse_stream({**papers, "accept_weaker_guarantee": True}, "t", {}), NoFloatLaplace(0)
+        )
 
 
 def test_laplace_from_the_environment_override_is_refused_too(tmp_path):
