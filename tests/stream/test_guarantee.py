@@ -13,6 +13,7 @@ import pytest
 from app import metrics
 from app.cli import main
 from app.client.releases import decode_release
+from app.dp.errors import InsufficientBudgetError
 from app.dp.interfaces import as_period, as_slotted
 from app.dp.local.personal_population import PersonalPopulation, PersonalWindowError
 from app.dp.registry import get, names
@@ -259,6 +260,38 @@ def test_a_mechanisms_refusal_skips_the_slot_and_never_stops_the_worker(tmp_path
     assert released == [s for s in range(1, 13) if s != 5]
     entry = msgpack.unpackb(ledger["p"])
     assert entry["next_slot"] == 13
+
+
+def test_a_central_mechanisms_refusal_stops_that_stream_only(tmp_path, monkeypatch):
+    """A central mechanism's own check (a planted InsufficientBudgetError) is counted; its
+    stream is no longer served (``/readyz`` lists it), the others go on, the worker never stops."""
+    text = "streams:\n" + "".join(
+        f"  - id: {sid}\n    labels: [a, b]\n    slot_s: 1\n    grace_s: 0.5\n"
+        f"    release_timeout_s: 1\n    mechanism: {{name: {mech}}}\n{LEVELS}"
+        for sid, mech in (("bad", "uniform"), ("good", "pba"))
+    )
+    settings = settings_for(tmp_path, text)
+    cls = type(settings.stream("bad").build_mechanism())
+
+    def refuse(self, *_: object) -> None:
+        raise InsufficientBudgetError(0, 1.0, 0.5, 1.0, "planted:")
+
+    monkeypatch.setattr(cls, "step", refuse)
+    sent: list[tuple[str, bytes]] = []
+
+    async def produce(topic: str, key: bytes, value: bytes) -> None:
+        sent.append((topic, value))
+
+    r = agent(settings, {}, {}, produce)
+    counter = metrics.MECHANISM_REFUSALS.labels("bad")
+    before = counter._value.get()
+    for now in (10.6, 11.6, 12.6, 13.6):
+        for sid in ("bad", "good"):
+            agent_run(r, Tick(sid, {0: now}, 1).encode(), now)
+    assert counter._value.get() - before == 1
+    assert set(r.failed) == {"bad"} and "planted" in r.failed["bad"]
+    released = [msgpack.unpackb(v)["stream"] for t, v in sent if t == "releases"]
+    assert released and set(released) == {"good"}
 
 
 # -- section 2: a deployment identity nobody shares by accident ----------------------------------

@@ -120,15 +120,19 @@ class Releaser:
         sid = stream.id
         metrics.MECHANISM_REFUSALS.labels(sid).inc()
         self.publisher.forget(sid)
+        if not stream.local:
+            self._stop_serving(sid, exc)
+            return
         try:
-            if not stream.local:
-                raise exc
             slot = await self.local.skip(stream, self.clock())
-        except DPError as final:
-            self.failed[sid] = f"stream {sid}: the mechanism refused a step: {final}"
-            log.error("%s; the stream is no longer served", self.failed[sid])
+        except DPError as again:
+            self._stop_serving(sid, again)
             return
         log.error("slot skipped stream=%s slot=%d: the mechanism refused it: %s", sid, slot, exc)
+
+    def _stop_serving(self, sid: str, exc: DPError) -> None:
+        self.failed[sid] = f"stream {sid}: the mechanism refused a step: {exc}"
+        log.error("%s; the stream is no longer served", self.failed[sid])
 
     def revoked(self) -> None:
         """The agent's partitions were revoked: it serves no stream until it hears one again."""
