@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             "DPSTREAM_METRICS_PORT": str(port),
             "DPSTREAM_METRICS_BIND": "127.0.0.1",
             "DPSTREAM_NOISE_KEY": secrets.token_hex(32),
+            "DPSTREAM_DEPLOYMENT": "readyz-overload",  # a key needs an identity of its own
             "DPSTREAM_TOPIC_PREFIX": prefix,
             "DPSTREAM_SESSION_TIMEOUT_S": "6",
             "DPSTREAM_LOG_LEVEL": "WARNING",
