@@ -29,7 +29,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from app import metrics
@@ -219,7 +219,10 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
             reasons.append("rebalancing")
         reasons += list(releaser.failed.values())
         reasons += releaser.guard.reasons(now)
-        reasons += lagging(settings, now, releaser.next_slots())
+        reasons += releaser.central.reasons(now)
+        reasons += lagging(
+            settings, now, releaser.next_slots(), releaser.central.lag, releaser.publisher.next_slot
+        )
         return "; ".join(reasons)
 
     http = HttpService(
@@ -255,28 +258,59 @@ def lag_bound_s(stream: StreamConfig) -> float:
     return stream.release_timeout_s + stream.slot_s
 
 
-def lagging(settings: Settings, now: float, next_slots: Mapping[str, int]) -> list[str]:
+Lag = Callable[[StreamConfig, int, float], tuple[int, float]]
+"""``lag(stream, next_slot, now)``: :func:`release_lag` on the stream's own clock."""
+
+
+def lagging(
+    settings: Settings,
+    now: float,
+    next_slots: Mapping[str, int],
+    lag: Lag | None = None,
+    released: Mapping[str, int] | None = None,
+) -> list[str]:
     """Export the release lag of the streams this worker's release agent serves
     (``next_slots``: stream id -> first slot not closed) and name those past
-    :func:`lag_bound_s`. ``clock: event`` streams replay recorded time: no lag to the wall."""
+    :func:`lag_bound_s`, and those whose releases ran ahead of the wall clock.
+
+    ``lag`` measures a stream's lag on its own clock (the central driver's: an event-time
+    slot is due once some partition's progress passed it); without it ``clock: event``
+    streams are skipped. ``released``: per stream, the ledger's next slot, whose previous
+    slot was released: it must have been due at its stream's edge
+    (:meth:`~app.stream.slots.SlotClock.edge`), or the stream released a slot before it ended.
+    """
     out = []
     for stream in settings.streams:
         sid = stream.id
-        if stream.clock == "event" or sid not in next_slots:
+        if (stream.clock == "event" and lag is None) or sid not in next_slots:
             for gauge in (metrics.RELEASE_LAG_SLOTS, metrics.RELEASE_LAG_SECONDS):
                 with contextlib.suppress(KeyError):
                     gauge.remove(sid)
             continue
-        slots, seconds = release_lag(stream.slots, now, next_slots[sid])
+        slots, seconds = (lag or _wall_lag)(stream, next_slots[sid], now)
         metrics.RELEASE_LAG_SLOTS.labels(sid).set(slots)
         metrics.RELEASE_LAG_SECONDS.labels(sid).set(seconds)
         bound = lag_bound_s(stream)
         if seconds > bound:
+            clock = "the wall clock" if stream.clock == "wall" else "its event clock"
             out.append(
-                f"stream {sid}: releases {seconds:.0f} s behind the wall clock "
+                f"stream {sid}: releases {seconds:.0f} s behind {clock} "
                 f"({slots} slots due, bound {bound:g} s)"
             )
+        last = (released or {}).get(sid)
+        if last is None:
+            continue
+        ahead = stream.slots.due(last - 1) - stream.slots.edge(now, stream.clock)
+        if ahead > 0:
+            out.append(
+                f"stream {sid}: releases {ahead:.0f} s ahead of the wall clock "
+                f"(slot {last - 1} released before it was due)"
+            )
     return out
+
+
+def _wall_lag(stream: StreamConfig, next_slot: int, now: float) -> tuple[int, float]:
+    return release_lag(stream.slots, now, next_slot)
 
 
 def ensure_topics(settings: Settings, topics: Topics) -> None:

@@ -81,7 +81,8 @@ def events(draw: st.DrawFn) -> tuple[bytes | None, bytes | None]:
 def _state(c: Collector) -> tuple[object, ...]:
     part = c.partitions[0]
     buckets = {k: dict(sorted(v.items())) for k, v in part.buckets.items()}
-    return (buckets, part.min_offset, part.max_ts, dict(c.outcomes), c.late_slots, c.watermark)
+    clocks = c.event_clocks.newest
+    return (buckets, part.min_offset, part.max_ts, dict(c.outcomes), c.late_slots, clocks)
 
 
 @settings(max_examples=60, deadline=None)

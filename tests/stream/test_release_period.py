@@ -50,10 +50,10 @@ def make(tmp_path, ledger, slots, sent, fail_publish=False, yaml=YAML):
 
 
 def feed(r, slot):
-    """Slot ``slot``'s partial (the only partition's: it closes the slot at ``slot + 1.1``),
-    then a tick past its due time."""
-    run(r, Partial("p", slot, 0, 1, [slot % 3, 2, slot % 5]).encode(), slot + 1.1)
-    run(r, Tick("p", {0: slot + 1.6}, 1).encode(), slot + 1.6)
+    """Slot ``slot``'s partial (the only partition's: it closes the slot at ``slot + 1.6``,
+    past its due time, as a collect stage sends it), then a tick."""
+    run(r, Partial("p", slot, 0, 1, [slot % 3, 2, slot % 5]).encode(), slot + 1.6)
+    run(r, Tick("p", {0: slot + 1.6}, 1).encode(), slot + 1.7)
 
 
 def releases(sent):
@@ -81,7 +81,7 @@ def test_a_period_is_released_at_its_end_each_slot_once(tmp_path):
             # The whole period at once, in slot order, computed at the closing slot's step.
             assert [x["slot"] for x in got] == list(range(slot - W + 1, slot + 1))
             assert [x["delayed"] for x in got] == [True] * (W - 1) + [False]
-            assert {x["released_at"] for x in got} == {slot + 1.1}
+            assert {x["released_at"] for x in got} == {slot + 1.6}
             assert all(x["mechanism"] == "optstream" and len(x["histogram"]) == 3 for x in got)
     assert [x["slot"] for x in seen] == list(range(FIRST, FIRST + 3 * W))
     audits = [msgpack.unpackb(v) for t, v in sent if t == "audit"]
@@ -195,6 +195,6 @@ def test_readers_see_the_delay(tmp_path):
     got = [decode_release(v) for t, v in sent if t == "releases"]
     assert [(x.slot, x.delayed) for x in got] == [(FIRST + i, i < W - 1) for i in range(W)]
     first = got[0]
-    assert first.released_at - first.end == pytest.approx(W - 1 + 0.1)  # W - 1 slots held back
-    assert "(delayed to 3 s after its end)" in format_line(first)
+    assert first.released_at - first.end == pytest.approx(W - 1 + 0.6)  # W - 1 slots held back
+    assert "(delayed to 4 s after its end)" in format_line(first)
     assert "delayed" not in format_line(got[-1])

@@ -30,8 +30,9 @@ whatever the stream's ``grace_s``. The first fetch of a newly assigned partition
 backlog is in the topic): it waits ``grace_s`` only. A replay after a crash or rebalance
 therefore closes slots as it reads past them, never because the wall clock moved on. Events of a
 slot the partition already closed are ``late`` and dropped. ``clock: event`` streams (replays of
-recorded data) use the largest event time the stream saw in any partition (one watermark per
-stream, so one stream's clock never moves another's).
+recorded data) use the largest event time each partition delivered for the stream, never past
+the wall clock minus the allowed skew, idle partitions following the others
+(:mod:`app.stream.collect.watermark`): no producer, partition or stream moves another's clock.
 
 No event moves a clock into the future: an event stamped past the stream's horizon (the wall
 clock plus the allowed skew, :meth:`~app.stream.slots.SlotClock.horizon`) is ``bad_time`` on
@@ -64,6 +65,7 @@ from msgpack import unpackb
 
 from app.stream.collect.partitioning import partition_for
 from app.stream.collect.preferences import History, Preferences
+from app.stream.collect.watermark import EventClocks
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 from app.stream.internal import Partial
@@ -126,8 +128,10 @@ class Collector:
         self.partitions_total = partitions_total
         self.partitions: dict[int, PartitionSlots] = {}
         self.preferences = Preferences(lv.name for s in self.streams.values() for lv in s.levels)
-        self.watermark: dict[str, float] = {}
-        """Per ``clock: event`` stream, the largest event time seen in any partition."""
+        self.event_clocks = EventClocks()
+        """Per partition, the newest event time of each ``clock: event`` stream."""
+        self.wall = -math.inf
+        """The latest wall time a batch or a poll came at (event clocks are capped by it)."""
         self.outcomes: Counter[tuple[str, str]] = Counter()
         self.late_slots: set[tuple[str, int]] = set()
         """``(stream, slot)`` pairs that dropped an event as late since :meth:`take_late_slots`."""
@@ -139,6 +143,7 @@ class Collector:
     # -- partitions ---------------------------------------------------------------------------
     def assign(self, partition: int) -> None:
         self.partitions[partition] = PartitionSlots()
+        self.event_clocks.forget(partition)
 
     def caught_up(self, partition: int) -> bool:
         return self.partitions[partition].caught_up
@@ -150,6 +155,7 @@ class Collector:
         """Forget a partition's open slots and its users' levels: its next owner replays the
         slots from the commit and the levels from the co-partitioned ``preferences``."""
         self.partitions.pop(partition, None)
+        self.event_clocks.forget(partition)
         total = self.partitions_total  # not cached: every user with a level would be
         self.preferences.forget(
             u for u in self.preferences.users if partition_for(u.encode(), total) == partition
@@ -179,6 +185,7 @@ class Collector:
 
     def observe_silence(self, wall_now: float, gap_s: float) -> None:
         """No fetch response for more than ``gap_s``: every partition is in a gap."""
+        self.wall = max(self.wall, wall_now)
         for part in self.partitions.values():
             if wall_now - part.fetched_at > gap_s:
                 part.healthy_since = math.inf
@@ -232,6 +239,7 @@ class Collector:
         or part of a batch, through :meth:`add_batch_reference`, the event-by-event rules.
         """
         batch = records if isinstance(records, list) else list(records)
+        self.wall = max(self.wall, wall_now)
         if self._add_batch_fast(partition, batch, wall_now):
             return []
         return self.add_batch_reference(partition, batch, wall_now)
@@ -301,8 +309,8 @@ class Collector:
             return False
         # Phase 2: every record is valid; count them.
         part = self.partitions[partition]
-        if stream.clock == "event" and ts_max > self.watermark.get(sid, -math.inf):
-            self.watermark[sid] = ts_max
+        if stream.clock == "event":
+            self.event_clocks.saw(partition, {sid: ts_max}, wall_now)
         if ts_max > part.max_ts:
             part.max_ts = ts_max
         slots = np.floor_divide(ts, self._slot_s[sid]).astype(np.int64)
@@ -369,7 +377,8 @@ class Collector:
             self._slot_s,
             self._partition_of,
         )
-        sums, watermark, late_slots = self._alpha, self.watermark, self.late_slots
+        sums, late_slots = self._alpha, self.late_slots
+        newest: dict[str, float] = {}  # per event-clock stream, the batch's newest event time
         horizon = {sid: s.slots.horizon(wall_now) for sid, s in streams.items()}
         counted: Counter[tuple[str, str]] = Counter()
         bad: list[tuple[BadEvent, Any]] = []
@@ -386,8 +395,8 @@ class Collector:
                 stream = streams[sid]
                 if ts > horizon[sid]:
                     raise BadEvent("bad_time", f"ts {ts} is past the allowed clock skew")
-                if stream.clock == "event" and ts > watermark.get(sid, -math.inf):
-                    watermark[sid] = ts
+                if stream.clock == "event" and ts > newest.get(sid, -math.inf):
+                    newest[sid] = ts
             except BadEvent as exc:
                 bad.append((exc, rec))
                 continue
@@ -421,6 +430,8 @@ class Collector:
                 bucket[user] = (*held, value)
             counted[sid, "accepted"] += 1
         part.max_ts = max_ts
+        if newest:
+            self.event_clocks.saw(partition, newest, wall_now)
         self.outcomes.update(counted)
         return bad
 
@@ -429,7 +440,9 @@ class Collector:
         """The event time up to which ``partition`` is complete for ``stream`` (None: unknown)."""
         part = self.partitions[partition]
         if stream.clock == "event":
-            return self.watermark.get(stream.id)
+            ends = {p: q.at_end for p, q in self.partitions.items()}
+            wall = max(self.wall, part.fetched_at)
+            return self.event_clocks.progress(stream.id, stream.slots, partition, ends, wall)
         if part.fetched_at - part.healthy_since >= max(stream.grace_s, part.hold_s):
             # Never past the wall clock: events stamped in the future (clock skew, or a producer
             # stamping ahead) must not close slots before their time.

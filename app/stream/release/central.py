@@ -7,6 +7,14 @@ partition of ``events`` has either sent its partial for ``s`` or reported progre
 ``s``'s end plus grace (partials precede ticks on the stream's ``partials`` partition). It is
 then released at once, in order, empty or not.
 
+No slot closes before its stream's clock allows, whatever a message claims
+(:meth:`~app.stream.slots.SlotClock.edge`, DESIGN.md invariant 7): a wall-clock slot not before
+the wall clock passed its due time, an event-time slot not before the wall clock passed its
+due time plus the allowed skew. A partition's progress is recorded no further than that edge at
+the moment it is heard, so a tick claiming more (forged, or from a collect stage whose clock
+runs ahead) moves nothing early; past :data:`CLAIM_SLACK_S` it is logged and named by
+``/readyz`` for :data:`SHOW_S` seconds.
+
 A slot that is not complete is forced closed, with zeros for the missing partitions, counted in
 ``dpstream_slot_timeouts_total`` and logged, only when
 
@@ -16,9 +24,14 @@ A slot that is not complete is forced closed, with zeros for the missing partiti
   release is late, the lag shows on ``dpstream_consumer_lag_seconds``, and past this bound the
   backlog of those partitions is shed as late).
 
-Both waits count from the slot's due time, or from the moment this process started hearing
-the stream (after a restart, or after a silence of :data:`SILENCE_S`, e.g. a broker outage),
-whichever is later: a restart or an outage never turns replayed slots into timeouts.
+Both waits count from the moment the slot became closable on the stream's clock (a wall-clock
+slot: its due time; an event-time slot: when some partition's progress first passed its due
+time, and never before its edge: no progress past a slot, nothing to force), or from the moment
+this process started hearing the stream (after a restart, or after a silence of
+:data:`SILENCE_S`, e.g. a broker outage), whichever is later: a restart or an outage never
+turns replayed slots into timeouts. One message closes at most :data:`MAX_CLOSES_PER_PASS`
+slots, forced or not: the agent goes on with the other streams' messages, and the next message
+of this stream (the collect stage ticks several times a second) closes the next ones.
 
 A partial for a slot already released is dropped. It is *late data* (counted in
 ``dpstream_late_partials_total``, and its slot in ``dpstream_late_slots_total``) only when values
@@ -36,11 +49,13 @@ A stream's first release is the last slot closable at the moment the driver firs
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
 import math
 import time
 from collections.abc import Callable, MutableMapping
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -74,6 +89,15 @@ SILENCE_S = 5.0
 """No message of a stream for this long (the collect stage ticks several times a second) means
 the agent could not hear it (outage, pause): waits restart when it hears it again."""
 
+MAX_CLOSES_PER_PASS = 16
+"""Slots one message may close (forced or not) before the agent turns to the next message."""
+
+SHOW_S = 60.0
+"""How long ``/readyz`` names a stream after one of its ticks claimed progress past its edge."""
+CLAIM_SLACK_S = 2.0
+"""A tick may claim this much past the edge unnamed: the hosts' clocks differ a little (it is
+capped all the same)."""
+
 
 class CentralDriver:
     """Slot closing and release of ``mode: central`` streams; see the module docstring."""
@@ -94,6 +118,11 @@ class CentralDriver:
         self._last_message: dict[str, float] = {}
         self._heard: dict[str, dict[int, float]] = {}
         self._progress: dict[str, dict[int, float]] = {}
+        self._reached: dict[str, list[tuple[float, float]]] = {}
+        """Per event-clock stream, ``(progress, wall time)`` each time the largest partition
+        progress grew, since the stream's next slot became due on it."""
+        self.ahead: dict[str, tuple[float, float]] = {}
+        """Per stream, the wall time and size (s) of the last progress claimed past its edge."""
 
     async def on_message(self, stream: StreamConfig, msg: Internal) -> None:
         """Handle one ``partials`` value of a central stream, then release what is complete."""
@@ -108,9 +137,15 @@ class CentralDriver:
         heard = self._heard.setdefault(sid, {})
         progress = self._progress.setdefault(sid, {})
         if isinstance(msg, Tick):
+            edge = stream.slots.edge(now, stream.clock)
             for p, t in msg.progress.items():
                 heard[p] = now
-                progress[p] = max(progress.get(p, -math.inf), t)
+                progress[p] = max(progress.get(p, -math.inf), min(t, edge))
+            claimed = max(msg.progress.values(), default=edge)
+            if claimed > edge + CLAIM_SLACK_S:
+                self._claimed_ahead(stream, claimed - edge, now)
+            if stream.clock == "event" and progress:
+                self._reach(sid, max(progress.values()), now)
         first = msg.slot if isinstance(msg, Partial) else None
         next_slot = self._next_slot(stream, entry, now, first)
         if isinstance(msg, Partial):
@@ -143,6 +178,65 @@ class CentralDriver:
                 clock = max(seen.values()) if stream.clock == "event" and seen else now
                 self.start_slot[stream.id] = stream.slots.last_closable(clock)
         return self.start_slot[stream.id]
+
+    def _claimed_ahead(self, stream: StreamConfig, seconds: float, now: float) -> None:
+        last = self.ahead.get(stream.id)
+        if last is None or now - last[0] > SHOW_S:
+            log.error(
+                "progress claimed past the stream's clock stream=%s ahead_s=%.1f: capped",
+                stream.id,
+                seconds,
+            )
+        self.ahead[stream.id] = (now, seconds)
+
+    def reasons(self, now: float) -> list[str]:
+        """Readiness reasons: streams whose ticks claimed progress past their clock's edge in
+        the last :data:`SHOW_S` seconds (a collect stage's clock ahead, or a forged tick)."""
+        return [
+            f"stream {sid}: progress claimed {ahead:.0f} s past its clock's edge (capped)"
+            for sid, (at, ahead) in sorted(dict(self.ahead).items())
+            if now - at <= SHOW_S
+        ]
+
+    def _reach(self, sid: str, top: float, now: float) -> None:
+        reached = self._reached.setdefault(sid, [])
+        if not reached or top > reached[-1][0]:
+            reached.append((top, now))
+
+    def _reached_at(self, stream: StreamConfig, slot: int) -> float | None:
+        """The wall time some partition's progress first passed ``slot``'s due time (None:
+        none did yet). Also read from the HTTP thread (readiness): it works on a copy."""
+        reached = list(self._reached.get(stream.id, ()))
+        found = bisect.bisect_left(reached, stream.slots.due(slot), key=itemgetter(0))
+        return reached[found][1] if found < len(reached) else None
+
+    def _prune(self, stream: StreamConfig, next_slot: int) -> None:
+        """Forget the milestones no open slot needs (the last one stays: the current top)."""
+        reached = self._reached.get(stream.id)
+        if reached:
+            keep = bisect.bisect_left(reached, stream.slots.due(next_slot), key=itemgetter(0))
+            del reached[: max(0, keep - 1)]
+
+    def due_at(self, stream: StreamConfig, slot: int) -> float | None:
+        """The wall time from which ``slot`` may close on its stream's clock: a wall-clock
+        slot's due time; an event-time slot's when a partition's progress passed its due time,
+        never before its due time plus the skew (None: its event time is not reached)."""
+        due = stream.slots.due(slot)
+        if stream.clock == "wall":
+            return due
+        reached = self._reached_at(stream, slot)
+        return None if reached is None else max(reached, due + stream.slots.skew_s)
+
+    def lag(self, stream: StreamConfig, slot: int, now: float) -> tuple[int, float]:
+        """How far ``stream``'s releases are behind its clock when ``slot`` is the first not
+        closed: the slots closable on it, and the seconds since ``slot`` became closable."""
+        since = self.due_at(stream, slot)
+        if since is None or now <= since:
+            return 0, 0.0
+        top = stream.slots.edge(now, stream.clock)
+        if stream.clock == "event":
+            top = min(top, max(list(self._progress.get(stream.id, {}).values()), default=top))
+        return max(1, stream.slots.last_closable(top) - slot + 1), now - since
 
     def _open(self, sid: str) -> dict[int, OpenSlot]:
         return decode_open_slots(self.slots.get(sid))
@@ -194,9 +288,10 @@ class CentralDriver:
 
     def _forced(self, stream: StreamConfig, slot: int, missing: list[int], now: float) -> bool:
         """Whether to close ``slot`` without ``missing`` (see the module docstring)."""
-        since = self.woke[stream.id]
-        if stream.clock == "wall":
-            since = max(since, stream.slots.due(slot))
+        closable = self.due_at(stream, slot)
+        if closable is None:
+            return False
+        since = max(self.woke[stream.id], closable)
         heard = self._heard.get(stream.id, {})
         silent = all(now - heard.get(p, -math.inf) >= stream.release_timeout_s for p in missing)
         return (silent and now >= since + stream.release_timeout_s) or (
@@ -204,9 +299,12 @@ class CentralDriver:
         )
 
     async def _close_due(self, stream: StreamConfig, partitions: int, now: float) -> None:
-        while True:
+        edge = stream.slots.edge(now, stream.clock)
+        for _ in range(MAX_CLOSES_PER_PASS):
             entry = self.pub.read(stream.id)
             slot = self._next_slot(stream, entry, now)
+            if stream.slots.due(slot) > edge:
+                return  # never before the stream's clock allows, whatever was claimed
             missing = self._missing(stream, slot, partitions)
             if missing:
                 if not self._forced(stream, slot, missing, now):
@@ -219,6 +317,7 @@ class CentralDriver:
                     missing,
                 )
             await self.release_slot(stream, slot, entry)
+            self._prune(stream, slot + 1)
 
     async def release_slot(
         self, stream: StreamConfig, slot: int, entry: LedgerEntry | None
