@@ -9,7 +9,8 @@ Steps (:func:`account_central`):
 
 1. **Releases**: every ``(stream, slot)`` of ``releases`` holds one value, byte-identical
    duplicates allowed (else ``release_differs``); no slot is missing between the first and the
-   last released one (``release_missing``).
+   last released one (``release_missing``); none was published before its slot ended
+   (``released_early``, :mod:`app.verify.early`).
 2. **Level histories**: each user's history is the *last* ``levels`` record of the user; every
    level change the user asked for on ``preferences`` (in offset order; a tombstone or a bad
    value asks for the default level; asking for the level one already has changes nothing)
@@ -52,6 +53,7 @@ from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 from app.stream.internal import InternalError, Partial, decode
 from app.stream.records import Domain, decode_event, decode_preference, unpack
+from app.verify.early import check_early
 from app.verify.read import Msg, Snapshot
 from app.verify.rules import History, Level, groups_of
 from app.verify.units import UserSpend
@@ -327,6 +329,7 @@ def account_central(stream: StreamConfig, snap: Snapshot) -> Verdict:
     names = tuple(lv.name for lv in levels)
     first_slot = _first_judged(stream, snap.since)
     released = check_releases(stream.id, snap.releases, verdict, first_slot)
+    check_early(stream.slot_s, released.at, first_slot, verdict)
     spend = audit_spend(stream.id, snap.audit, names)
     hist = histories(snap.levels)
     partials, partial_ts = first_partials(

@@ -16,6 +16,7 @@ KINDS = {
     "device_window": "device answered beyond its eps in a window of its w",
     "release_differs": "slot released twice with different bytes",
     "release_missing": "slot never released between released slots",
+    "released_early": "slot released before it ended",
     "level_missing": "a requested level change is not in the user's level history",
     "level_backdated": "a level change takes effect before it was requested",
     "unit_overspend": "user spent beyond its privacy unit's bound in an interval, across streams",
