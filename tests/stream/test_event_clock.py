@@ -343,6 +343,7 @@ def test_an_event_stream_idle_then_active_releases_on_its_edge(settings_file):
     assert got[math.floor(T0)] == len(users), "the first values, heard before the silence"
     wrong = {s: (n, got.get(s)) for s, n in sent.items() if s <= max(got) and got[s] != n}
     assert wrong == {}, "every active value counted"
+    assert len(pipe.r.central._reached["rec"]) <= 2, "the driver's milestones stay pruned"
     held = {s for part in pipe.c.partitions.values() for (sid, s) in part.buckets if sid == "rec"}
     assert held == {max(got) + 1, max(got) + 2}, "the rest is held, not dropped"
     assert_on_the_clock(pipe.r, pipe.sent)

@@ -8,7 +8,7 @@ Streams come from one YAML file (``DPSTREAM_CONFIG``; the demo's default is
         labels: [home, news, ...]   # the domain; d = len(labels) (or give `d:` without labels)
         slot_s: 2.0                 # slot length in seconds
         grace_s: 0.5                # a slot closes once every partition is past its end + grace
-        clock: wall                 # wall (production) | event (replay: max event time seen)
+        clock: wall                 # wall (production) | event (replay: event time, <= wall - skew)
         release_timeout_s: 30       # wait for a silent partition before closing without it
         max_delay_s: 60             # wait for partitions that are alive but behind, at most
         neighbours: replace         # replace (default) | add-remove (the papers' relation)

@@ -120,7 +120,7 @@ class CentralDriver:
         self._progress: dict[str, dict[int, float]] = {}
         self._reached: dict[str, list[tuple[float, float]]] = {}
         """Per event-clock stream, ``(progress, wall time)`` each time the largest partition
-        progress grew, since the stream's next slot became due on it."""
+        progress grew: since it last passed the next slot's due time (:meth:`_prune`)."""
         self.ahead: dict[str, tuple[float, float]] = {}
         """Per stream, the wall time and size (s) of the last progress claimed past its edge."""
 
@@ -148,6 +148,7 @@ class CentralDriver:
                 self._reach(sid, max(progress.values()), now)
         first = msg.slot if isinstance(msg, Partial) else None
         next_slot = self._next_slot(stream, entry, now, first)
+        self._prune(stream, next_slot)
         if isinstance(msg, Partial):
             heard[msg.partition] = now
             self._merge(stream, msg, next_slot)
@@ -317,7 +318,6 @@ class CentralDriver:
                     missing,
                 )
             await self.release_slot(stream, slot, entry)
-            self._prune(stream, slot + 1)
 
     async def release_slot(
         self, stream: StreamConfig, slot: int, entry: LedgerEntry | None
