@@ -276,8 +276,9 @@ def lagging(
     ``lag`` measures a stream's lag on its own clock (the central driver's: an event-time
     slot is due once some partition's progress passed it); without it ``clock: event``
     streams are skipped. ``released``: per stream, the ledger's next slot, whose previous
-    slot was released: it must have been due at its stream's edge
-    (:meth:`~app.stream.slots.SlotClock.edge`), or the stream released a slot before it ended.
+    slot was released: a central stream's must have been due at its stream's edge
+    (:meth:`~app.stream.slots.SlotClock.edge`), or the stream released a slot before it ended
+    (a local stream releases a slot when its rounds end, inside the slot).
     """
     out = []
     for stream in settings.streams:
@@ -298,7 +299,7 @@ def lagging(
                 f"({slots} slots due, bound {bound:g} s)"
             )
         last = (released or {}).get(sid)
-        if last is None:
+        if last is None or stream.local:  # a local slot is released inside it, by design
             continue
         ahead = stream.slots.due(last - 1) - stream.slots.edge(now, stream.clock)
         if ahead > 0:

@@ -372,3 +372,10 @@ def test_readiness_names_releases_ahead_of_and_behind_a_streams_clock(settings_f
     behind = {"rec": stuck, "live": math.floor(now) - 1}
     reasons = lagging(config, now, behind, r.central.lag, {})
     assert reasons == ["stream rec: releases 30 s behind its event clock (4 slots due, bound 3 s)"]
+
+
+def test_a_local_stream_released_inside_its_slot_is_not_ahead(make_settings, local_stream):
+    """Local rounds end inside their slot, so its release precedes the slot's end by design."""
+    settings = make_settings(local_stream())
+    now = 1_000.0 + 4.0  # slot 100 (10 s slots) is running; it was released at its round's end
+    assert lagging(settings, now, {"loc": 101}, None, {"loc": 101}) == []
