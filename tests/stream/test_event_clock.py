@@ -199,6 +199,43 @@ def test_a_tick_claiming_progress_ahead_is_capped_and_named(settings_file):
     assert_on_the_clock(r, sent)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.floats(0.0, 30.0),  # wall-clock step
+            st.integers(0, 3),  # partition
+            st.one_of(st.none(), st.floats(-600.0, 60.0)),  # an event's time from the wall
+            st.lists(st.booleans(), min_size=4, max_size=4),  # partitions read to their ends
+        ),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_event_progress_never_passes_the_settled_wall_nor_invents_time(steps):
+    """The collect stage's event clocks on random batches: each partition's progress never
+    passes the wall clock minus the skew, never moves back, and never passes the newest event
+    time any partition delivered (an idle partition follows, it does not lead)."""
+    from app.stream.collect.watermark import EventClocks
+    from app.stream.slots import SlotClock
+
+    clock = SlotClock(slot_s=1.0, grace_s=0.3)
+    clocks, wall, last, newest = EventClocks(), T0, {}, -math.inf
+    for dt, p, ts, ends in steps:
+        wall += dt
+        if ts is not None:
+            clocks.saw(p, {"rec": wall + ts}, wall)
+            newest = max(newest, wall + ts)
+        for q in range(4):
+            got = clocks.progress("rec", clock, q, dict(enumerate(ends)), wall)
+            if got is None:
+                assert q not in last, "progress, once known, stays known"
+                continue
+            assert got <= clock.settled(wall) and got <= newest
+            assert got >= last.get(q, -math.inf), "never moves back"
+            last[q] = got
+
+
 # -- the collect stage and the agent together ----------------------------------------------
 
 
