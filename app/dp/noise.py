@@ -11,8 +11,11 @@ holds a global generator. Two constructors build generators at the edge of the s
 ``laplace`` reproduces the papers (real-valued releases). ``geometric`` is the discrete Laplace
 distribution ``P(k) = (1 - a) / (1 + a) * a**|k|`` with ``a = exp(-eps / sensitivity)`` for
 integer sensitivity: its output is an integer count, which closes the floating-point attack on
-textbook Laplace samplers (Mironov, CCS 2012). It is sampled exactly as the difference of two
-i.i.d. geometric variables on {0, 1, ...}.
+textbook Laplace samplers (Mironov, CCS 2012). It is sampled exactly, from uniform 64-bit words
+and integer comparisons only (:mod:`app.dp.dlaplace`, Canonne, Kamath and Steinke 2020), at the
+per-unit budget ``eps / sensitivity`` rounded down to a rational ``s / 2**k`` (by less than
+``2**-38`` of it): every integer is a possible output and every ratio between neighbours is
+exactly ``exp(s / 2**k) <= exp(eps)``.
 
 Real-valued quantities (a period mechanism's Fourier coefficients, a sum stream's samples, an
 SVT's scores) get ``geometric`` noise on a grid (:func:`add_noise`, :class:`ScalarNoise`): the
@@ -20,7 +23,9 @@ value is floored onto a grid of step ``g`` (a power of two, :func:`grid_step`) a
 Laplace noise in units of ``g`` is added, with the sensitivity rounded up to the grid plus a
 slack for the flooring (:func:`grid_units`). Every output is ``g`` times an integer, exactly
 representable, and the probability of each output is that of the integer noise, so the ratio
-between neighbours is at most ``exp(eps)`` by the integer argument alone.
+between neighbours is at most ``exp(eps)`` by the integer argument alone. The slack assumes
+values below :data:`GRID_LIMIT` steps: :func:`check_grid` refuses a configuration that can
+exceed it, and every grid draw refuses a value that does.
 """
 
 from __future__ import annotations
@@ -29,11 +34,12 @@ import hashlib
 import hmac
 import math
 import secrets
+from fractions import Fraction
 from typing import Literal, cast
 
 import numpy as np
 
-from app.dp import validate
+from app.dp import dlaplace, validate
 from app.dp.errors import ParameterError
 from app.dp.types import FloatArray, IntArray
 
@@ -49,6 +55,10 @@ GRID_RESOLUTION = 64
 """Grid steps per value in one sensitivity: :func:`grid_step` makes ``sensitivity / g`` at least
 ``GRID_RESOLUTION`` times the number of values, so the flooring slack of :func:`grid_units`
 (two steps per value) adds at most ``2 / GRID_RESOLUTION`` (3 %) to the noise."""
+GRID_LIMIT = 2**40
+"""Grid values stay below this many steps in magnitude: then the floating-point error of
+computing them (sums and FFTs of fewer than ``2**10`` terms, 53-bit significands) stays below
+half a step, which :func:`grid_units`' slack covers."""
 
 
 def check_kind(noise: str) -> NoiseKind:
@@ -81,11 +91,7 @@ def two_sided_geometric(rng: np.random.Generator, eps: float, size: int) -> IntA
     >>> two_sided_geometric(np.random.default_rng(7), 1.0, 5).dtype
     dtype('int64')
     """
-    _check_eps(eps)
-    p = -math.expm1(-eps)  # success probability 1 - a, accurate for tiny eps
-    # numpy's geometric counts trials (support 1, 2, ...); the difference is the same as for
-    # failures (support 0, 1, ...).
-    return (rng.geometric(p, size) - rng.geometric(p, size)).astype(np.int64)
+    return discrete_laplace(rng, eps, 1, (size,))
 
 
 def discrete_laplace(
@@ -94,8 +100,9 @@ def discrete_laplace(
     """Discrete Laplace draws ``P(k) ~ exp(-eps |k| / units)``: noise for an integer quantity of
     L1 sensitivity ``units`` at budget ``eps``.
 
-    The per-unit budget ``eps / units`` is rounded down (one ulp), so the division's rounding
-    never makes the noise narrower than the calibration.
+    Exact (:mod:`app.dp.dlaplace`) at the per-unit budget ``eps / units``, taken as the exact
+    rational value of the two floats and rounded down to ``s / 2**k`` (by at least one part in
+    ``2**41``, so an ``eps`` that a float conversion rounded up is still covered).
 
     >>> discrete_laplace(np.random.default_rng(3), 1.0, 4, (2, 3)).shape
     (2, 3)
@@ -103,9 +110,8 @@ def discrete_laplace(
     _check_eps(eps)
     if not (math.isfinite(units) and units >= 1):
         raise ParameterError(f"units must be a finite number >= 1, got {units!r}")
-    per_unit = math.nextafter(eps / units, 0.0)
-    size = math.prod(shape)
-    return two_sided_geometric(rng, per_unit, size).reshape(shape)
+    s, k = dlaplace.rational(Fraction(eps) / Fraction(units))
+    return dlaplace.sample(rng, s, k, math.prod(shape)).reshape(shape)
 
 
 def grid_step(sensitivity: float, values: int) -> float:
@@ -127,7 +133,8 @@ def grid_units(sensitivity: float, values: int, step: float) -> int:
 
     Argument: neighbours move the exact values by ``delta_i`` with ``sum |delta_i| <=
     sensitivity``; the computed values carry a floating-point error ``e <= step / 2`` each (the
-    assumption of the grid: values below ``2**40`` steps, computed by sums and FFTs of fewer
+    assumption of the grid, which :func:`check_grid` and every draw check: values below
+    :data:`GRID_LIMIT` steps, computed by sums and FFTs of fewer
     than ``2**10`` terms). ``floor(a) - floor(b) < a - b + 1``, so each floored value moves by
     fewer than ``|delta_i| / step + 2`` steps, and the integer total is at most
     ``ceil(sensitivity / step) + 2 values - 1``; the one step added back covers a
@@ -137,6 +144,30 @@ def grid_units(sensitivity: float, values: int, step: float) -> int:
     66
     """
     return math.ceil(sensitivity / step) + 2 * values
+
+
+def check_grid(bound: float, sensitivity: float, values: int) -> None:
+    """Refuse, at configuration, ``values`` real numbers of joint L1 ``sensitivity`` that can
+    reach ``bound`` in magnitude (for a period stream: slots per period x users x ``alpha``)
+    if that is :data:`GRID_LIMIT` grid steps or more.
+
+    >>> check_grid(1e6, 1.0, 10)
+    >>> check_grid(1e12, 1.0, 10)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    app.dp.errors.ParameterError: grid values up to 1e+12 are 1.02e+15 steps of 0.0009765625, ...
+    """
+    step = grid_step(sensitivity, values)
+    if not (math.isfinite(bound) and abs(bound) / step < GRID_LIMIT):
+        raise ParameterError(_beyond_grid(bound, step))
+
+
+def _beyond_grid(bound: float, step: float) -> str:
+    return (
+        f"grid values up to {bound:.6g} are {abs(bound) / step:.3g} steps of {step!r}, not below"
+        " 2**40 steps: the grid noise would not cover their floating-point error (fewer users,"
+        " a smaller alpha or shorter periods)"
+    )
 
 
 def add_noise(
@@ -173,7 +204,10 @@ def add_noise(
     n = max(int(values.size), 1)
     step = grid_step(sensitivity, n)
     units = grid_units(sensitivity, n, step)
-    steps = np.floor(values / step) + discrete_laplace(rng, eps, units, values.shape)
+    steps = np.floor(values / step)
+    if steps.size and not np.abs(steps).max() < GRID_LIMIT:
+        raise ParameterError(_beyond_grid(float(np.abs(values).max()), step))
+    steps += discrete_laplace(rng, eps, units, values.shape)
     return np.asarray(step * steps, dtype=np.float64)
 
 
@@ -207,8 +241,11 @@ class ScalarNoise:
             return float(value + rng.laplace(0.0, factor * self.sensitivity / eps))
         if not float(factor).is_integer():
             raise ParameterError(f"factor must be an integer on the grid, got {factor!r}")
+        steps = math.floor(value / self.step)
+        if not abs(steps) < GRID_LIMIT:
+            raise ParameterError(_beyond_grid(value, self.step))
         noise = int(discrete_laplace(rng, eps, factor * self.units, (1,))[0])
-        return self.step * (math.floor(value / self.step) + noise)
+        return self.step * (steps + noise)
 
 
 def variance(noise: NoiseKind, eps: float, sensitivity: float = 1.0) -> float:

@@ -14,7 +14,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from app.dp.noise import ScalarNoise, add_noise, grid_step, grid_units
+from app.dp.errors import ParameterError
+from app.dp.noise import GRID_LIMIT, ScalarNoise, add_noise, check_grid, grid_step, grid_units
 from app.dp.period import DFT, HierOptStream, OptStream, PeGaSus
 from app.dp.period.dft import dft_scale
 from app.dp.registry import create
@@ -88,6 +89,30 @@ def test_svt_noise_threshold_and_answers_share_one_grid():
     assert svt.units <= math.ceil(76.0 / svt.step) + 2
 
 
+def test_grid_refuses_values_of_2_to_40_steps_at_configuration_and_at_every_draw():
+    """Issue 33 section 3: the grid's float argument needs values below ``2**40`` steps; a
+    configuration whose bound (periods x users x alpha) can reach it is refused, and so is a
+    draw that meets such a value."""
+    sensitivity, n = 5.0, 4
+    step = grid_step(sensitivity, n)
+    check_grid(0.99 * GRID_LIMIT * step, sensitivity, n)
+    with pytest.raises(ParameterError, match="not below 2\\*\\*40 steps"):
+        check_grid(GRID_LIMIT * step, sensitivity, n)
+    # a sum stream: 10 slots per period, the users of its levels, alpha
+    check_grid(10 * 9_000 * 50.0, 50.0 * 2, 10 * 1_000)
+    with pytest.raises(ParameterError):
+        check_grid(10 * 10**9 * 50.0, 50.0 * 2, 10 * 1_000)
+    rng = np.random.default_rng(0)
+    ok = np.array([0.0, 1.5, 0.99 * GRID_LIMIT * step, -3.0])
+    assert np.all(add_noise("geometric", rng, ok, 1.0, sensitivity) / step % 1 == 0)
+    with pytest.raises(ParameterError, match="2\\*\\*40 steps"):
+        add_noise("geometric", rng, np.array([0.0, -GRID_LIMIT * step, 1.0, 2.0]), 1.0, 5.0)
+    svt = ScalarNoise("geometric", sensitivity)
+    svt.add(rng, 0.99 * GRID_LIMIT * svt.step, 1.0, 2)
+    with pytest.raises(ParameterError, match="2\\*\\*40 steps"):
+        svt.add(rng, GRID_LIMIT * svt.step, 1.0, 2)
+
+
 def test_dft_geometric_release_is_a_low_pass_of_grid_values():
     """At a huge eps only the grid remains: the release is within a few grid steps."""
     m = DFT(d=1, groups=[Group(8, 1e12)], k=5, strict=False)
@@ -119,7 +144,10 @@ def test_period_mechanisms_default_to_geometric_and_never_draw_laplace(cls, alph
             raise AssertionError("floating-point Laplace drawn")
 
         def geometric(self, *args, **kwargs):
-            return self.rng.geometric(*args, **kwargs)
+            raise AssertionError("floating-point geometric drawn")
+
+        def integers(self, *args, **kwargs):
+            return self.rng.integers(*args, **kwargs)
 
     m = cls(d=2, groups=[Group(6, 1.0)], alpha=alpha)
     assert m.noise == "geometric"
