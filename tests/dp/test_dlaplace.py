@@ -191,6 +191,33 @@ def test_attempt_word_layout():
 # ------------------------------------------------------------------------------- the law
 
 
+@pytest.mark.parametrize(("s", "k"), [(3, 11), (5, 9), (40, 12), (1, 8), (7, 8)])
+def test_the_parts_compose_to_discrete_laplace_exactly(s, k):
+    """The sampler's pmf from the laws of its parts (each checked exactly above): ``H``
+    geometric with ratio ``exp(-2**-J)``, ``L`` on ``[0, c)`` with mass ``~ exp(-l / 2**k)``
+    (Alg. 1), ``Y = floor((H c + L) / s)``, a fair sign with -0 rejected; at 60 digits it is
+    ``DL(s / 2**k)`` for ``|k| <= 12``, ``c`` and ``s`` coprime or not."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        c = 1 << (k - dlaplace.J)
+        a1 = (Decimal(-1) / (1 << k)).exp()
+        ac = a1**c
+        p_low = [a1**v for v in range(c)]
+        norm = sum(p_low)
+
+        def p_y(y: int) -> Decimal:
+            return sum(
+                (1 - ac) * ac ** (x // c) * p_low[x % c] / norm for x in range(y * s, y * s + s)
+            )
+
+        zero = p_y(0)
+        kept = 1 - zero / 2
+        a = (Decimal(-s) / (1 << k)).exp()
+        for value in range(-12, 13):
+            mass = p_y(abs(value)) / 2 / kept  # one sign of Y (B = 0 at Y = 0)
+            assert abs(mass - (1 - a) / (1 + a) * a ** abs(value)) < Decimal(10) ** -50
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("gamma", [0.05, 0.5, 1.0, 3.0])
 def test_pmf_chi_square_and_power(gamma):
@@ -254,3 +281,27 @@ def test_huge_budget_draws_zero_and_tiny_budget_is_refused():
     assert not discrete_laplace(np.random.default_rng(1), 1e12, 1, (1000,)).any()
     with pytest.raises(ParameterError, match="2\\*\\*-50"):
         discrete_laplace(np.random.default_rng(1), 1e-9, 2**30, (3,))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fractions(min_value=Fraction(1, 2**50), max_value=Fraction(2**34), max_denominator=2**80),
+    st.integers(2, 2**64 - 1),
+    st.integers(0, 2**64 - 1),
+)
+def test_attempt_is_the_exact_integer_formula(gamma, r, w):
+    """Over the whole budget range (``s`` down to ``2**12``, ``k`` up to 62), an attempt's value
+    is ``(1 - 2B) floor((H c + L) / s)`` computed in Python integers, ``H`` the entries above
+    the first word, ``L`` and ``B`` read from the second."""
+    f = dlaplace.table()
+    while r in f:  # ties read further words: tested above
+        r += 1
+    s, k = dlaplace.rational(gamma)
+    width = k - dlaplace.J
+    w |= 1 << 55  # gate closed: L accepted
+    values, accepted = dlaplace._attempts(Scripted(r, w), s, k, 1)
+    h = sum(1 for v in f[1:] if v > r)
+    y = ((h << width) + (w & ((1 << width) - 1))) // s
+    negative = w >> 63
+    assert values[0] == (-y if negative else y)
+    assert accepted[0] == (y != 0 or not negative)
