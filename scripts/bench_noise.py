@@ -56,7 +56,7 @@ def noise_only(d: int, gamma: float) -> Callable[[int], int]:
 
 
 def uniform(d: int, w: int, eps: float) -> Callable[[int], int]:
-    m = as_slotted(create("uniform", d=d, groups=[Group(w, eps)], sensitivity=2))
+    m = as_slotted(create("uniform", d=d, groups=[Group(w, eps)], noise="geometric", sensitivity=2))
     counts = np.random.default_rng(0).integers(0, 500, (1, d))
 
     def run(t: int) -> int:

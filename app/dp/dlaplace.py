@@ -26,15 +26,20 @@ L`` with ``c = 2**(k - J)``, two independent parts:
   exp(-m / 2**J)``, ``R > F[m]`` proves the opposite, and ``R == F[m]`` (probability ``2**-64``
   per entry) reads further words of ``Z`` until the comparison is decided (:func:`_resolve`).
   A float logarithm only guesses the index; the integer comparisons decide.
-* ``L``, uniform on ``[0, c)``, accepted with probability ``exp(-L / 2**k)`` by CKS Alg. 1: draw
-  ``A_j ~ Bernoulli(L / (j 2**k))`` for ``j = 1, 2, ...`` until one is 0, and accept if that
-  ``j`` is odd. ``A_1`` compares a uniform ``W`` on ``[0, 2**k)`` with ``L``; ``W``'s top ``J``
-  bits come from ``L``'s word and are non-zero with probability ``1 - 2**-J``, which accepts at
-  once. ``A_j = [uniform on [0, j) is 0] * [uniform on [0, 2**k) < L]``.
+* ``L``, uniform on ``[0, c)``, accepted with probability ``exp(-L / 2**k)`` by CKS Alg. 1 (a
+  rejected ``L`` is drawn again: ``L`` is independent of ``H``): draw ``A_j ~ Bernoulli(L / (j
+  2**k))`` for ``j = 1, 2, ...`` until one is 0, and accept if that ``j`` is odd. ``A_1``
+  compares a uniform ``W`` on ``[0, 2**k)`` with ``L``; ``W``'s top ``J`` bits come from
+  ``L``'s word and are non-zero with probability ``1 - 2**-J``, which accepts at once. ``A_j =
+  [uniform on [0, j) is 0] * [uniform on [0, 2**k) < L]``. ``L`` is drawn only where it can
+  change ``Y`` (a multiple of ``s`` between ``H c`` and ``H c + c``).
 
 ``P(H = h, L = l)`` is proportional to ``exp(-h c / 2**k) exp(-l / 2**k) = exp(-x / 2**k)``, so
-``X`` is exactly step 1's geometric. Cost: two 64-bit words per accepted value, plus one per
-rejection (``2**-J`` of the words, and half of the zeros).
+``X`` is exactly step 1's geometric. The signs are the bits of one word per 64 attempts. Cost
+per attempt: one 64-bit word, plus one for ``L`` where needed (every attempt when ``gamma <=
+2**-J``, a fraction ``1 / (2**J gamma)`` above), plus the redraws (``2**-J`` of the ``L``, half
+of the zeros). Above ``2**-J``, a first word that proves ``H c + L < s`` gives ``Y = 0`` at
+once.
 
 >>> s, k = rational(Fraction(1, 2))
 >>> s / 2**k < 0.5, sample(np.random.default_rng(1), s, k, 4).dtype
@@ -70,9 +75,9 @@ MAX_GAMMA = Fraction(2**33)
 
 _WORD = 2**64
 _LOG_WORD = 2**J * 64 * math.log(2)
-_TOP_MASK = np.uint64(((1 << J) - 1) << (63 - J))
-"""``L``'s word: bits ``0 .. k - J - 1`` are ``L``, bits ``55 .. 62`` the top of ``W``, 63 the
-sign."""
+_TOP_MASK = np.uint64(((1 << J) - 1) << (64 - J))
+"""``L``'s word: bits ``0 .. k - J - 1`` are ``L`` (at most 54), bits ``56 .. 63`` the top of
+``W``."""
 
 
 def rational(gamma: Fraction) -> tuple[int, int]:
@@ -204,29 +209,69 @@ def _rejected(rng: np.random.Generator, low: IntArray, k: int) -> np.ndarray:
     return rejected
 
 
-def _attempts(rng: np.random.Generator, s: int, k: int, n: int) -> tuple[IntArray, np.ndarray]:
-    """``n`` independent attempts of CKS Alg. 2: the values and whether each is accepted (``L``
-    accepted by Alg. 1, and not a negative zero). The accepted ones are i.i.d. ``DL(s / 2**k)``."""
+def _low(rng: np.random.Generator, n: int, k: int) -> IntArray:
+    """``n`` independent draws of ``L`` on ``[0, 2**(k - J))`` with mass ``~ exp(-L / 2**k)``:
+    uniform, kept by CKS Alg. 1, drawn again where it rejects."""
     width = k - J
-    words = rng.integers(0, _WORD, size=2 * n, dtype=np.uint64)
-    r, w = words[:n], words[n:]
-    high = _high(rng, r)
+    w = rng.integers(0, _WORD, size=n, dtype=np.uint64)
     low = (w & np.uint64((1 << width) - 1)).astype(np.int64)
-    negative = (w >> np.uint64(63)).astype(np.int64)
-    accepted = np.ones(n, dtype=bool)
     open_ = np.flatnonzero((w & _TOP_MASK) == 0)  # W < 2**width: A_1 compares the rest with L
     if open_.size:
         a1 = rng.integers(0, 1 << width, size=open_.size, dtype=np.int64) < low[open_]
-        accepted[open_[a1][_rejected(rng, low[open_[a1]], k)]] = False
-    if high.max(initial=0) < len(table()):  # floor((h c + l) / s) without forming h c
-        quotient, remainder = divmod(1 << width, s)  # c = quotient * s + remainder
-        y = high * quotient + (high * remainder + low) // s
-    else:  # beyond the table (probability 2**-64 per attempt): exact Python integers
+        again = open_[a1][_rejected(rng, low[open_[a1]], k)]
+        if again.size:
+            low[again] = _low(rng, again.size, k)
+    return low
+
+
+def _magnitudes(rng: np.random.Generator, r: np.ndarray, s: int, k: int) -> IntArray:
+    """``Y = floor((H c + L) / s)`` for the first words ``r`` of ``Z``.
+
+    ``L`` is drawn only where it can change ``Y``: where ``floor(H c / s)`` and ``floor((H c + c
+    - 1) / s)`` agree, ``Y`` is the same for every ``L`` (``L`` is independent of the rest)."""
+    width = k - J
+    c = 1 << width
+    high = _high(rng, r)
+    if high.max(initial=0) >= len(table()):  # beyond the table (2**-64 per attempt): Python
+        low = _low(rng, r.size, k)
         exact = [(int(h) << width) + int(v) for h, v in zip(high, low, strict=True)]
         if max(exact) // s >= 2**62:
             raise OverflowError("a discrete Laplace draw beyond 2**62")
-        y = np.array([x // s for x in exact], dtype=np.int64)
-    accepted &= (y != 0) | (negative == 0)
+        return np.array([x // s for x in exact], dtype=np.int64)
+    if c >= s:  # floor((h c + l) / s) without forming h c
+        quotient, remainder = divmod(c, s)  # c = quotient * s + remainder
+        y: IntArray = high * quotient + (high * remainder + _low(rng, r.size, k)) // s
+        return y
+    base = high * c
+    y = base // s
+    split = np.flatnonzero((base + (c - 1)) // s != y)  # a multiple of s in (h c, h c + c)
+    if split.size:
+        y[split] = (base[split] + _low(rng, split.size, k)) // s
+    return y
+
+
+def _attempts(rng: np.random.Generator, s: int, k: int, n: int) -> tuple[IntArray, np.ndarray]:
+    """``n`` independent attempts of CKS Alg. 2: the values and whether each is accepted (not a
+    negative zero). The accepted ones are i.i.d. ``DL(s / 2**k)``.
+
+    The signs are the bits of ``ceil(n / 64)`` further words. When ``c < s``, a first word above
+    ``F[q]``, ``q = floor(s / c)``, proves ``H < q``, so ``Y = 0`` with no more work (most
+    attempts at a large ``gamma``)."""
+    c = 1 << (k - J)
+    words = rng.integers(0, _WORD, size=n + -(-n // 64), dtype=np.uint64)
+    bits = (words[n:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
+    negative = bits.ravel()[:n].astype(np.int64)
+    r = words[:n]
+    some = None
+    if c < s:
+        f = table()
+        some = np.flatnonzero(r <= np.uint64(f[min(s // c, len(f) - 1)]))
+    if some is None or 2 * some.size > n:  # not worth the indexing
+        y = _magnitudes(rng, r, s, k)
+    else:
+        y = np.zeros(n, dtype=np.int64)
+        y[some] = _magnitudes(rng, r[some], s, k)
+    accepted = (y != 0) | (negative == 0)
     return (y ^ -negative) + negative, accepted  # two's complement: -y where negative
 
 
@@ -239,8 +284,7 @@ def sample(rng: np.random.Generator, s: int, k: int, size: int) -> IntArray:
     """
     if not (1 <= s < 2**42 and J <= k <= MAX_K and (1 << (k - J)) // s < 2**42):
         raise ParameterError(f"discrete Laplace needs 1 <= s < 2**42, {J} <= k <= {MAX_K}")
-    # rejection rate: a negative zero, half of P(Y = 0) = 1 - exp(-s / 2**k), and L's 2**-J / 2
-    rate = min(-math.expm1(-s / 2**k) / 2 + 2.0**-J, 0.5)
+    rate = -math.expm1(-s / 2**k) / 2  # a negative zero: half of P(Y = 0)
     out = np.empty(size, dtype=np.int64)
     filled = 0
     while filled < size:

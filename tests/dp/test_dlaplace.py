@@ -172,20 +172,34 @@ def test_alg1_acceptance_rate_after_a_first_success(x):
 
 
 def test_attempt_word_layout():
-    """``L`` in the low bits, ``W``'s top in bits 55..62, the sign in bit 63: a closed gate
-    accepts, a negative zero is rejected."""
-    s, k = 2**30, 40  # gamma = 2**-10, c = 2**32
-    r_one = int(dlaplace.table()[3]) - 1  # H = 3
-    gate = 1 << 55
-    values, accepted = dlaplace._attempts(Scripted(r_one, gate | 7), s, k, 1)
+    """The first word is ``Z``'s, the second holds the signs (bit ``i`` for attempt ``i``);
+    then ``L``'s word: ``L`` in the low bits, ``W``'s top in bits 56..63. A closed gate accepts
+    ``L``, an open one runs Alg. 1 and a rejected ``L`` is drawn again; -0 is rejected."""
+    s, k = 2**30, 40  # gamma = 2**-10: c = 2**32 >= s, L always drawn
+    r_three = int(dlaplace.table()[3]) - 1  # H = 3
+    gate = 1 << 56
+    values, accepted = dlaplace._attempts(Scripted(r_three, 0b10, gate | 7), s, k, 1)
     assert accepted.tolist() == [True] and values.tolist() == [(3 * 2**32 + 7) // s]
-    values, accepted = dlaplace._attempts(Scripted(r_one, gate | 7 | 1 << 63), s, k, 1)
+    values, accepted = dlaplace._attempts(Scripted(r_three, 0b01, gate | 7), s, k, 1)
     assert accepted.tolist() == [True] and values.tolist() == [-((3 * 2**32 + 7) // s)]
-    values, accepted = dlaplace._attempts(Scripted(2**64 - 1, gate | 1 << 63), s, k, 1)
+    values, accepted = dlaplace._attempts(Scripted(2**64 - 1, 1, gate), s, k, 1)
     assert accepted.tolist() == [False] and values.tolist() == [0]  # -0
-    # gate open, W = 3 < L = 7: A_1 = 1; then A_2 = 0 rejects
-    values, accepted = dlaplace._attempts(Scripted(r_one, 7, 3, 1, 0), s, k, 1)
-    assert accepted.tolist() == [False]
+    # gate open, W = 3 < L = 7: A_1 = 1; A_2 = 0 rejects; L drawn again: 2**32 - 1
+    words = (r_three, 0, 7, 3, 1, 0, gate | (2**32 - 1))
+    values, accepted = dlaplace._attempts(Scripted(*words), s, k, 1)
+    assert accepted.tolist() == [True] and values.tolist() == [(4 * 2**32 - 1) // s]
+
+
+def test_l_is_drawn_only_where_it_can_change_y():
+    """``gamma = 1/2``: ``c = 2**33``, ``s ~ 2**40``; ``H = 3`` spans no multiple of ``s`` (no
+    word for ``L`` read), ``H = 127`` does (``127 c < s <= 128 c - 1``: ``L`` read and used)."""
+    s, k = dlaplace.rational(Fraction(1, 2))
+    f = dlaplace.table()
+    values, _ = dlaplace._attempts(Scripted(f[3] - 1, 0), s, k, 1)
+    assert values.tolist() == [0]
+    for low, y in ((0, 0), (2**33 - 1, 1)):
+        values, _ = dlaplace._attempts(Scripted(f[127] - 1, 0, 1 << 56 | low), s, k, 1)
+        assert values.tolist() == [(127 * 2**33 + low) // s] == [y]
 
 
 # ------------------------------------------------------------------------------- the law
@@ -245,14 +259,14 @@ def test_tail_beyond_the_float_bound_on_a_scripted_word():
     exact sampler reaches ``|k| = 86`` when ``Z = 2.5 * 2**-64`` (first word 2, a tie, then
     ``2**63``), and beyond 120 when ``Z ~ 2**-88`` (first word 0, then ``2**40``)."""
     s, k = dlaplace.rational(Fraction(1, 2))
-    gate = 1 << 55  # W's top bits non-zero: L = 0 accepted at once
-    x, accepted = dlaplace._attempts(Scripted(2, gate | 1 << 63, 2**63), s, k, 1)
+    gate = 1 << 56  # W's top bits non-zero: L = 0 accepted at once
+    x, accepted = dlaplace._attempts(Scripted(2, 1, 2**63, gate), s, k, 1)
     with localcontext() as ctx:
         ctx.prec = 80
         z = Decimal((2 << 64) | 2**63) / Decimal(2) ** 128
         h = int((-(z.ln()) * (1 << dlaplace.J)).to_integral_value(rounding="ROUND_FLOOR"))
     assert accepted[0] and x[0] == -((h << (k - dlaplace.J)) // s) == -86
-    x, accepted = dlaplace._attempts(Scripted(0, gate, 2**40), s, k, 1)
+    x, accepted = dlaplace._attempts(Scripted(0, 0, 2**40, gate), s, k, 1)
     assert accepted[0] and x[0] > 120
 
 
@@ -288,20 +302,21 @@ def test_huge_budget_draws_zero_and_tiny_budget_is_refused():
     st.fractions(min_value=Fraction(1, 2**50), max_value=Fraction(2**34), max_denominator=2**80),
     st.integers(2, 2**64 - 1),
     st.integers(0, 2**64 - 1),
+    st.integers(0, 2**64 - 1),
 )
-def test_attempt_is_the_exact_integer_formula(gamma, r, w):
+def test_attempt_is_the_exact_integer_formula(gamma, r, signs, w):
     """Over the whole budget range (``s`` down to ``2**12``, ``k`` up to 62), an attempt's value
     is ``(1 - 2B) floor((H c + L) / s)`` computed in Python integers, ``H`` the entries above
-    the first word, ``L`` and ``B`` read from the second."""
+    the first word, ``B`` bit 0 of the second, ``L`` from the third."""
     f = dlaplace.table()
     while r in f:  # ties read further words: tested above
         r += 1
     s, k = dlaplace.rational(gamma)
     width = k - dlaplace.J
-    w |= 1 << 55  # gate closed: L accepted
-    values, accepted = dlaplace._attempts(Scripted(r, w), s, k, 1)
+    w |= 1 << 56  # gate closed: L accepted
+    values, accepted = dlaplace._attempts(Scripted(r, signs, w), s, k, 1)
     h = sum(1 for v in f[1:] if v > r)
-    y = ((h << width) + (w & ((1 << width) - 1))) // s
-    negative = w >> 63
+    y = ((h << width) + (w & ((1 << width) - 1))) // s  # L read only if it matters
+    negative = signs & 1
     assert values[0] == (-y if negative else y)
     assert accepted[0] == (y != 0 or not negative)
