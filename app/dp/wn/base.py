@@ -27,7 +27,7 @@ from app.dp.budget import exact
 from app.dp.errors import ParameterError
 from app.dp.graph import Graph
 from app.dp.interfaces import SlotStepped
-from app.dp.noise import NoiseKind, check_kind
+from app.dp.noise import NoiseKind, check_kind, two_sided_geometric
 from app.dp.types import FloatArray, Group, IntArray, Release, WindowSpend
 from app.dp.wn.ledger import GraphLedger, Units
 
@@ -161,8 +161,11 @@ class GraphMechanism(SlotStepped):
         """One draw per entry of sensitivity-1 noise at budget ``eps[i] > 0``."""
         if self.noise == "laplace":
             return rng.laplace(0.0, 1.0 / eps)
-        p = -np.expm1(-eps)
-        return (rng.geometric(p) - rng.geometric(p)).astype(np.float64)
+        out = np.empty(eps.shape, dtype=np.float64)
+        for budget in np.unique(eps):  # exact discrete Laplace, one call per distinct budget
+            at = eps == budget
+            out[at] = two_sided_geometric(rng, float(budget), int(at.sum()))
+        return out
 
     def noise_variance(self, eps: FloatArray) -> FloatArray:
         """Variance of one :meth:`draw` at budget ``eps`` (the Kalman filter's ``R``)."""
