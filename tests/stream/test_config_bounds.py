@@ -68,3 +68,19 @@ def test_the_default_level_satisfies_every_level(tmp_path):
     assert t.levels[t.default_level].name == "b" and len(t.levels) == 2
     with pytest.raises(ConfigError, match="does not satisfy every level"):
         load(tmp_path, "streams: [{id: u, d: 2, default_level: a, levels: " + offered + "}]")
+
+
+def test_a_period_stream_whose_values_can_leave_the_noise_grid_is_refused(tmp_path):
+    """Issue 33 section 3: the grid noise covers floating-point error only below 2**40 steps.
+    A period of 48 slots over 12 categories: 10^6 public users fit, 10^8 may not."""
+    path = tmp_path / "streams.yaml"
+    stream = (
+        "streams:\n  - {id: load, d: 12, slot_s: 1800, sum: {alpha: 1000}, mechanism: optstream,"
+        " levels: [{name: a, w: 48, eps: 1.0, population: %d}]}\n"
+    )
+    path.write_text(stream % 10**8)
+    with pytest.raises(ConfigError, match="not below 2\\*\\*40 steps"):
+        load_streams(path, env={})
+    path.write_text(stream % 10**6)
+    (s,) = load_streams(path, env={})
+    assert s.levels[0].population == 10**6

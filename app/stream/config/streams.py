@@ -96,6 +96,7 @@ from typing import Any
 import yaml
 
 from app.dp.errors import DPError
+from app.dp.noise import check_grid
 from app.dp.registry import get, names
 from app.stream.config.graph import MECHANISM_GRAPH_PARAMS, parse_graph
 from app.stream.config.model import (
@@ -400,6 +401,7 @@ def parse_stream(
         _check_local(stream, where)
     try:
         weaker = stream.build_mechanism().weaker_guarantee()
+        _check_grid(stream)
     except (DPError, TypeError) as exc:
         raise ConfigError(f"{where}.mechanism: {exc}") from None
     reasons = [r for r in (_noise_weakness(stream, where), weaker) if r]
@@ -428,6 +430,26 @@ def _noise_weakness(stream: StreamConfig, where: str) -> str | None:
             f"their reports); remove `noise: {stream.noise}`"
         )
     return LAPLACE_WEAKNESS
+
+
+def _check_grid(stream: StreamConfig) -> None:
+    """A period stream's real values (sums, features, DFT coefficients) must stay below
+    ``2**40`` steps of the noise grid (:func:`app.dp.noise.check_grid`; every draw checks it
+    again). A draw of ``n`` values of joint sensitivity ``S`` has steps of at least
+    ``S / (128 n)``, so a value of magnitude ``M`` is at most ``128 n M / S`` steps. With ``U``
+    the public users (the levels' populations, times ``max_values``) and ``s`` one slot's
+    sensitivity (``alpha`` cancels out), the period mechanisms' draws are: one slot's rows
+    (``M = U``, ``n / S = d / s``), features of up to ``w`` slots (``M = w U``, ``n / S <= 1 / s``,
+    or ``w / s`` at the paper's feature sensitivity) and ``keep <= w`` DFT coefficients of ``w``
+    slots (``M = w U``, ``n / S = 2 sqrt(keep d / w) / s``). So no value passes
+    ``128 U max(d, 2 w sqrt(d), w^2) / s`` steps; that figure is checked, with the grid's own
+    factor-two rounding on top."""
+    if get(stream.mechanism).kind != "period" or stream.noise != "geometric":
+        return
+    w, d = max(lv.w for lv in stream.levels), stream.d
+    users = sum(lv.population for lv in stream.levels) * stream.max_values
+    reach = max(d, 2 * w * math.sqrt(d), w * w)
+    check_grid(2 * users * reach, stream.sensitivity, 1)
 
 
 def _flag(where: str, raw: Any) -> bool:
