@@ -32,8 +32,10 @@ second request is refused and nothing leaks (``tests/audit`` shows both).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -43,18 +45,30 @@ import numpy as np
 from app.audit.features import Runs
 from app.audit.noise import service_noise
 from app.audit.pairs import boundary_level, central_pair, local_pair, period_pair
-from app.audit.runners import Case, CentralAdapter, LocalAdapter, PeriodAdapter, Settings
+from app.audit.runners import Case, CentralAdapter, LocalAdapter, PeriodAdapter, Progress, Settings
+from app.audit.tight import (
+    GRID_TRIALS,
+    TIGHT_TRIALS,
+    central_case,
+    graph_case,
+    local_case,
+    period_case,
+)
 from app.client.device import Device, Enrollment
+from app.dp import noise as dp_noise
 from app.dp.budget import SlotLedger, WindowLedger
 from app.dp.central.ba import BA
 from app.dp.central.base import Outcome
+from app.dp.central.sample import Sample
 from app.dp.central.uniform import Uniform
 from app.dp.local.base import Ask
 from app.dp.local.lpu import LPU
 from app.dp.local.population import Population
 from app.dp.noise import perturb
+from app.dp.period import optstream as optstream_module
 from app.dp.period.optstream import OptStream
-from app.dp.types import Group, IntArray, Status
+from app.dp.types import FloatArray, Group, IntArray, Status
+from app.dp.wn.uniform import WNUniform
 
 BOUNDARY_PROBES = Settings().boundary_probes
 
@@ -218,6 +232,103 @@ class OptStreamDoubled(OptStream):
         return 2.0 * super().period_eps  # the bug: every share doubled
 
 
+class DoubledDevice(Device):
+    """A client that records the requested ``eps`` but perturbs its report at ``2 eps``."""
+
+    def _report(self, request: Any, value: int, rng: np.random.Generator, eps: float) -> Any:
+        return super()._report(request, value, rng, 2.0 * eps)  # the bug
+
+
+class WNUniformDoubled(WNUniform):
+    """(w,n) Uniform drawing every page's noise at twice the budget its ledger records."""
+
+    name = "wn-uniform-2x"
+
+    def calibrated(self, units: Any) -> FloatArray:
+        return 2.0 * super().calibrated(units)  # the bug
+
+
+# -- plants: a module of the real code patched for the duration of a case's runs -------------
+
+
+@contextlib.contextmanager
+def _patched(module: Any, name: str, replacement: Any) -> Iterator[None]:
+    original = getattr(module, name)  # an AttributeError here: the plant lost its target
+    setattr(module, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+@contextlib.contextmanager
+def draws_doubled() -> Iterator[None]:
+    """Every discrete Laplace draw of :mod:`app.dp.noise` at twice the budget it is asked for.
+
+    Both public samplers are wrapped (whichever calls the other), and only the outermost call
+    doubles, so a draw is doubled once whatever the samplers' internal structure."""
+    depth = [0]
+
+    def doubled(original: Callable[..., Any]) -> Callable[..., Any]:
+        def draw(rng: np.random.Generator, eps: float, *args: Any, **kw: Any) -> Any:
+            depth[0] += 1
+            try:
+                return original(rng, eps if depth[0] > 1 else 2 * eps, *args, **kw)
+            finally:
+                depth[0] -= 1
+
+        return draw
+
+    names = ("two_sided_geometric", "discrete_laplace")
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            stack.enter_context(_patched(dp_noise, name, doubled(getattr(dp_noise, name))))
+        yield
+
+
+@contextlib.contextmanager
+def grid_halved() -> Iterator[None]:
+    """:func:`app.dp.noise.grid_units` halved: every grid-noised quantity 2x under-noised."""
+    original = dp_noise.grid_units
+
+    def halved(sensitivity: float, values: int, step: float) -> int:
+        return math.ceil(original(sensitivity, values, step) / 2)  # the bug
+
+    with _patched(dp_noise, "grid_units", halved):
+        yield
+
+
+@contextlib.contextmanager
+def perturb_at_delta() -> Iterator[None]:
+    """OptStream's PERTURB calibrated to ``Delta`` instead of ``k Delta`` (Thm 8 forgotten)."""
+
+    def perturb_delta(
+        x: FloatArray,
+        samples: IntArray,
+        eps: float,
+        delta: float,
+        rng: np.random.Generator,
+        *,
+        noise: Any,
+        exact: bool = False,
+    ) -> FloatArray:
+        return dp_noise.add_noise(noise, rng, x[samples], eps, delta, exact=exact)  # the bug
+
+    with _patched(optstream_module, "perturb", perturb_delta):
+        yield
+
+
+def planted(case: Case, plant: Callable[[], contextlib.AbstractContextManager[None]]) -> Case:
+    """``case`` whose runs (not its claim, computed before) happen with ``plant`` active."""
+    inner = case.run
+
+    def run(side: str, trials: int, rng: np.random.Generator, progress: Progress) -> Any:
+        with plant():
+            return inner(side, trials, rng, progress)
+
+    return dataclasses.replace(case, run=run)
+
+
 @dataclass(frozen=True)
 class Control:
     """A broken mechanism, the case that must catch it, and the trials per side it needs."""
@@ -226,6 +337,10 @@ class Control:
     bug: str
     trials: int
     build: Callable[[], Case]
+
+
+def _named(case: Case, name: str) -> Case:
+    return dataclasses.replace(case, mechanism=name)
 
 
 def _central(name: str, cls: Any, group: Group, relation: str, scenario: str, **kw: Any) -> Case:
@@ -361,5 +476,59 @@ CONTROLS: tuple[Control, ...] = (
     ),
     Control("local-1.5eps", "a device perturbs its report at 1.5 eps", 1500, _sharp_device),
     Control("period-2x", "OptStream releases every period at 2 eps_P", 1000, _period_doubled),
+    Control(
+        "draws-2x",
+        "every discrete Laplace draw at twice its budget (Sample, worst case)",
+        TIGHT_TRIALS,
+        lambda: _named(planted(central_case("sample", Sample), draws_doubled), "draws-2x"),
+    ),
+    Control(
+        "draws-2x-period",
+        "every discrete Laplace draw at twice its budget (OptStream, worst case)",
+        TIGHT_TRIALS,
+        lambda: _named(
+            planted(period_case("optstream", OptStream), draws_doubled), "draws-2x-period"
+        ),
+    ),
+    Control(
+        "grid-halved",
+        "grid sensitivity in steps halved (OptStream on sums, worst case)",
+        GRID_TRIALS,
+        lambda: _named(
+            planted(period_case("optstream", OptStream, alpha=1.0), grid_halved), "grid-halved"
+        ),
+    ),
+    Control(
+        "optstream-delta",
+        "OptStream's PERTURB calibrated to Delta, not k Delta (worst case)",
+        TIGHT_TRIALS,
+        lambda: _named(
+            planted(period_case("optstream", OptStream), perturb_at_delta), "optstream-delta"
+        ),
+    ),
+    Control(
+        "uniform-2x",
+        "central: Uniform noised at twice its budget (worst case)",
+        TIGHT_TRIALS,
+        lambda: _named(central_case("uniform", Uniform, UniformHalfScale), "uniform-2x"),
+    ),
+    Control(
+        "optstream-2x",
+        "period: strict OptStream releasing at 2 eps_P (worst case)",
+        TIGHT_TRIALS,
+        lambda: _named(period_case("optstream", OptStream, OptStreamDoubled), "optstream-2x"),
+    ),
+    Control(
+        "wn-uniform-2x",
+        "graph: (w,n) Uniform noised at twice its budget (worst case)",
+        TIGHT_TRIALS,
+        lambda: _named(graph_case("wn_uniform", WNUniform, WNUniformDoubled), "wn-uniform-2x"),
+    ),
+    Control(
+        "lpu-2x",
+        "local: the device perturbs at 2 eps (LPU, worst case)",
+        TIGHT_TRIALS,
+        lambda: _named(local_case("lpu", LPU, DoubledDevice), "lpu-2x"),
+    ),
 )
 """Every power control, in the order the report lists them."""

@@ -60,7 +60,7 @@ def run_audit(
             continue
         if missing is not None:
             jobs.append(missing)
-        jobs.extend(_Job(case, trials, False) for case in cases)
+        jobs.extend(_Job(case, max(trials, case.min_trials), False) for case in cases)
     for control in CONTROLS:
         if controls is None or control.name in controls:
             jobs.append(_Job(control.build(), max(trials, control.trials), True, control.bug))

@@ -63,6 +63,11 @@ class Case:
     label: Callable[[int], str]
     noise: str = ""
     """The noise kind the mechanism was built with ("" where it has none: local oracles)."""
+    min_trials: int = 0
+    """Runs per input this case needs at least, whatever the profile (its power analysis)."""
+    statistic: str | None = None
+    """The one feature the event is a threshold on (the log-likelihood ratio where the noise is
+    known, :mod:`app.audit.tight`); None: every feature, the patterns and the fitted one."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,9 @@ class Settings:
     service's default noise is another kind."""
     trials: int = 2000
     """Runs per input of each pair when the caller does not say."""
+    worst_case: bool = True
+    """Also audit the worst-case cases (:mod:`app.audit.tight`: a pair realizing the
+    mechanism's loss, claimed at that computed loss) of the mechanisms that have them."""
 
 
 QUICK = Settings(

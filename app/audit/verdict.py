@@ -27,6 +27,7 @@ import numpy as np
 from app.audit.events import evaluate, search
 from app.audit.features import Runs
 from app.audit.runners import ADAPTERS, Case, Settings
+from app.audit.tight import tight_cases
 
 Progress = Callable[[int], None]
 
@@ -85,9 +86,14 @@ def audit_case(
         xb = xb[:, [names_b.index(n) for n in common]]
         names_a = common
     h = trials // 2
-    fa, fb = fitted_projection(_outputs(runs_a), _outputs(runs_b), h)
-    names_a = [*names_a, "fitted_projection"]
-    xa, xb = np.column_stack([xa, fa]), np.column_stack([xb, fb])
+    if case.statistic is None:
+        fa, fb = fitted_projection(_outputs(runs_a), _outputs(runs_b), h)
+        names_a = [*names_a, "fitted_projection"]
+        xa, xb = np.column_stack([xa, fa]), np.column_stack([xb, fb])
+    else:  # the likelihood-ratio statistic alone: thresholds on it are the best events
+        j = names_a.index(case.statistic)
+        names_a, xa, xb = [case.statistic], xa[:, [j]], xb[:, [j]]
+        pa, pb = np.zeros_like(pa), np.zeros_like(pb)
     event = search(names_a, xa[:h], xb[:h], pa[:h], pb[:h], alpha)
     result = evaluate(event, names_a, xa[h:], xb[h:], pa[h:], pb[h:], alpha)
     bound = result.lower_bound
@@ -154,4 +160,5 @@ def cases_for(
             status="no adapter",
             note=f"no adapter for kind {cls.kind!r}: add one to app.audit.runners.ADAPTERS",
         )
-    return adapter.cases(name, cls, settings, rng), None
+    worst = tight_cases(name, cls) if settings.worst_case else []
+    return [*adapter.cases(name, cls, settings, rng), *worst], None

@@ -6,6 +6,7 @@ import json
 
 from app.audit.report import exit_code
 from app.audit.runners import QUICK
+from app.audit.tight import TIGHT_TRIALS
 from app.audit.verdict import Verdict
 from app.cli import main
 
@@ -26,11 +27,14 @@ def test_audit_verb_prints_json_and_exits_zero(capsys):
     out = json.loads(capsys.readouterr().out)
     assert code == 0 == out["exit_code"]
     statuses = [(v["mechanism"], v["status"]) for v in out["verdicts"]]
-    assert statuses == [("uniform", "ok"), ("uniform", "ok"), ("uniform-half-scale", "caught")]
+    assert statuses == [("uniform", "ok")] * 3 + [("uniform-half-scale", "caught")]
     first = out["verdicts"][0]
     assert {"lower_bound", "eps", "event", "trials", "confidence", "counts"} <= set(first)
     assert first["confidence"] == 0.95 and first["trials"] == 20
     assert first["noise"] == "geometric"  # the service's default noise
+    # the worst-case case runs at least its own power analysis' trials, as a control does
+    worst = out["verdicts"][2]
+    assert worst["scenario"].startswith("worst case") and worst["trials"] == TIGHT_TRIALS
 
 
 def test_quick_is_the_ci_profile_and_reports_each_mechanism(capsys):
@@ -39,10 +43,11 @@ def test_quick_is_the_ci_profile_and_reports_each_mechanism(capsys):
     assert main(["audit", "uniform", "pegasus", "--quick", "--no-controls", "--json"]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
-    assert {v["trials"] for v in out["verdicts"]} == {QUICK.trials}
+    level = [v for v in out["verdicts"] if not v["scenario"].startswith("worst case")]
+    assert {v["trials"] for v in level} == {QUICK.trials}
     lines = captured.err.splitlines()
     assert lines[0].startswith("audit: 2 mechanisms and controls")
-    assert lines[1].startswith("audit [1/2] uniform (central): 2 cases")
+    assert lines[1].startswith("audit [1/2] uniform (central): 3 cases")
     assert lines[2].startswith("audit [2/2] pegasus (period):")
 
 
