@@ -17,11 +17,27 @@ control                  the bug                                                
 ``uniform-1.5x-replace`` Uniform noised at ``1.5 eps``, audited on replace pairs     ``1.5 eps``
 ``local-1.5eps``         a device perturbing its report at ``1.5 eps``               ``1.5 eps``
 ``period-2x``            OptStream releasing every period at ``2 eps_P``             ``2 eps``
+``draws-2x``             every discrete Laplace draw at twice its budget (Sample)    ``2 claim``
+``draws-2x-period``      the same plant on OptStream                                 ``2 claim``
+``grid-halved``          the grid's sensitivity in steps halved (OptStream, sums)    ``2 claim``
+``optstream-delta``      OptStream's PERTURB at ``Delta``, not ``k Delta`` (k = 2)   ``2 claim``
+``uniform-2x``           central: Uniform noised at twice its budget                 ``2 claim``
+``optstream-2x``         period: strict OptStream releasing at ``2 eps_P``           ``2 claim``
+``wn-uniform-2x``        graph: (w,n) Uniform noised at twice its budget             ``2 claim``
+``lpu-2x``               local: the device perturbing its report at ``2 eps``        ``2 claim``
 =======================  ==========================================================  =============
 
-The last three run with the noise the service builds their mechanism with
-(:func:`app.audit.noise.service_noise`): they are the issue-22 checks that the auditor catches a
-modest overspend on the path the service runs.
+``uniform-1.5x-replace``, ``local-1.5eps`` and ``period-2x`` run with the noise the service
+builds their mechanism with (:func:`app.audit.noise.service_noise`): they are the issue-22
+checks that the auditor catches a modest overspend on the path the service runs.
+
+The last eight (issue 33) run on the worst-case case of a registered mechanism
+(:mod:`app.audit.tight`), whose claim is the pair's loss computed from the *registered* class,
+so a plant never moves its own claim; the real mechanism passes that very case in the same run.
+The first three are the defects the issue planted in a scratch copy: they patch a module of the
+real code (:func:`draws_doubled`, :func:`grid_halved`, :func:`perturb_at_delta`) for the
+duration of the case's runs only (:func:`planted`), so no mechanism's source changes; the other
+five are subclasses or a device with one bug, one per kind.
 
 The configurations (``w``, ``eps``, trials) were chosen by a power analysis of the auditor on
 the ideal Laplace composition (``docs/audit.md``), so that each is caught with probability

@@ -278,7 +278,7 @@ class CentralAdapter:
 # -- graph --------------------------------------------------------------------------------------
 
 
-class _Configured:
+class Configured:
     """A mechanism class with fixed extra constructor parameters (a graph, ``n``, ...)."""
 
     def __init__(self, cls: Any, extra: dict[str, Any]) -> None:
@@ -309,7 +309,7 @@ class GraphAdapter(CentralAdapter):
         params = dict(cls.test_params())
         d = int(params.pop("d"))
         params.pop("groups", None)
-        configured = _Configured(cls, params)
+        configured = Configured(cls, params)
         probe = configured.for_stream(d, list(settings.static_groups))
         balls = [ball_pages(probe.graph.hop_distances(c), int(probe.n)) for c in range(d)]
         self.window = max(balls, key=len)  # the first centre with the largest window

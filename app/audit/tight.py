@@ -56,11 +56,11 @@ from app.audit.pairs import (
 from app.audit.runners import (
     Case,
     CentralAdapter,
+    Configured,
     GraphAdapter,
     LocalAdapter,
     PeriodAdapter,
     Settings,
-    _Configured,
     public_population,
     run_local,
 )
@@ -145,7 +145,7 @@ def graph_case(name: str, cls: Any, run_cls: Any = None) -> Case:
     params = dict(cls.test_params())
     d = int(params.pop("d"))
     params.pop("groups", None)
-    configured = _Configured(cls, params)
+    configured = Configured(cls, params)
     graph = configured.for_stream(d, list(TIGHT_GROUPS))
     pages = max((ball_pages(graph.graph.hop_distances(c), int(graph.n)) for c in range(d)), key=len)
     cells = graph_cells(pages, Settings().graph_values, "add/remove")
@@ -157,7 +157,7 @@ def graph_case(name: str, cls: Any, run_cls: Any = None) -> Case:
     kw = _noise_kw(name, cls, pair.sensitivity)
     claim = recorded_loss(lambda: configured.for_stream(d, list(TIGHT_GROUPS), **kw), pair)
     kw.pop("sensitivity")
-    runner = _Configured(run_cls or cls, params)
+    runner = Configured(run_cls or cls, params)
     case = GraphAdapter().case(name, runner, TIGHT_GROUPS, pair, **kw)
     return claimed(case, float(claim), pair.claim)
 
@@ -180,9 +180,7 @@ def period_case(name: str, cls: Any, run_cls: Any = None, alpha: float | None = 
     return case
 
 
-def local_case(
-    name: str, cls: Any, device: Callable[[Enrollment], Device] = Device, wrap: Any = None
-) -> Case:
+def local_case(name: str, cls: Any, device: Callable[[Enrollment], Device] = Device) -> Case:
     """The target device holds 0 or 1 through its window; the claim is the budget of every
     report the SDK's device sends in it (one run per input and seed, which must agree)."""
 
