@@ -5,7 +5,8 @@ The auditor builds neighbouring inputs under each mechanism's own privacy model
 (:mod:`~app.audit.runners`), summarizes each run (:mod:`~app.audit.features`), searches a
 distinguishing event on half of the runs and certifies it on the other half
 (:mod:`~app.audit.events`) with exact Clopper-Pearson bounds (:mod:`~app.audit.bounds`), and
-judges the bound against the claimed ``eps`` (:mod:`~app.audit.verdict`). Deliberately broken
+judges the bound against the claimed ``eps`` (:mod:`~app.audit.verdict`); worst-case cases
+(:mod:`~app.audit.tight`) claim the computed loss of a pair that realizes it. Deliberately broken
 mechanisms (:mod:`~app.audit.controls`, never registered) check that the auditor has the power
 to catch real bugs. ``dpstream audit`` (:mod:`~app.audit.cli`) runs it all
 (:mod:`~app.audit.run`) and prints the table (:mod:`~app.audit.report`).

@@ -3,10 +3,13 @@
 ``dpstream audit`` audits every registered mechanism and runs the power controls;
 ``dpstream audit uniform ba`` only those two (plus the controls unless ``--no-controls``).
 ``--quick`` is the CI profile: one add/remove and one replace case per group, the service's
-default noise only, 200 runs per input unless ``--trials`` says otherwise (a few minutes).
+default noise only, 200 runs per input unless ``--trials`` says otherwise (about a minute).
+Every profile adds the worst-case cases (a pair realizing the mechanism's loss, claimed at that
+computed loss, at their own runs per input) and runs the power controls at theirs.
 A line per mechanism goes to stderr as its audit ends. Exit code 1 when a lower bound
 exceeds a claimed ``eps``, a power control is not caught, or an audit fails to run; 2 for
-a usage error (an unknown mechanism or control, a bad option).
+a usage error (an unknown mechanism or control, a bad option). A correct mechanism gets a
+violation verdict with probability at most ``--alpha`` (0.05) per verdict (docs/audit.md).
 """
 
 from __future__ import annotations
