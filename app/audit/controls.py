@@ -392,7 +392,7 @@ def _period_doubled() -> Case:
     group = Group(2, 1.0)
     pair = period_pair("add/remove", "aligned", 0, (group,), 2, 2)
     params = {"k": 2, "sampling": "none", "postprocess": False, "strict": False}
-    return PeriodAdapter().case(
+    case = PeriodAdapter().case(
         "period-2x",
         OptStreamDoubled,
         (group,),
@@ -400,6 +400,10 @@ def _period_doubled() -> Case:
         service_noise("optstream", OptStream),
         **params,
     )
+    # every slot perturbed with known discrete noise: judge the likelihood-ratio statistic only
+    # (a fitted feature chosen on the search half can miss the 2x with this noise, seen at the
+    # default seed once the sampler became exact)
+    return dataclasses.replace(case, statistic="loss_stat")
 
 
 def _naive_float() -> Case:
