@@ -385,8 +385,15 @@ def decode_report(raw: bytes | None) -> tuple[str, int, int, int, int, list[int]
     r = ROUND_INDEX.get(rnd) if type(rnd) is str else None
     if r is None:
         raise BadEvent("wrong_type", "round must be dissimilarity or publication")
-    if type(slot) is not int or type(user) is not int or type(group) is not int:
-        raise BadEvent("wrong_type", "slot, user and group must be integers")
-    if type(payload) is not list or not all(type(x) is int for x in payload):
-        raise BadEvent("wrong_type", "payload must be a list of integers")
+    if not all(type(x) is int and _INT64_MIN <= x <= _INT64_MAX for x in (slot, user, group)):
+        raise BadEvent("wrong_type", "slot, user and group must be 64-bit signed integers")
+    if type(payload) is not list or not all(
+        type(x) is int and _INT64_MIN <= x <= _INT64_MAX for x in payload
+    ):
+        raise BadEvent("wrong_type", "payload must be a list of 64-bit signed integers")
     return stream, slot, r, user, group, payload
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+"""What a report's integers must fit: the collector counts them in ``int64`` arrays (msgpack
+also carries unsigned 64-bit integers, which would not convert)."""

@@ -248,65 +248,21 @@ class Collector:
         """Count ``records`` as :meth:`add_batch_reference` would, if every one is valid and its
         stream keeps one counted value per user; False (nothing changed) otherwise.
 
-        Phase 1 checks the whole batch without touching any state: it decodes each value with
-        the same msgpack options as :func:`~app.stream.records.decode_event` and checks the
-        fields' types and ranges, the keys and partitions, and the horizon over lists and
-        arrays. Phase 2 assigns slots, counts late events and merges, per open slot, the
-        batch's first value per user into the slot's dict, keeping values already there.
+        Phase 1 (:meth:`_fast_batch`) checks the whole batch without touching any state. Phase
+        2 assigns slots, counts late events and merges, per open slot, the batch's first value
+        per user into the slot's dict, keeping values already there.
         """
         n = len(records)
         if n == 0:
             return True
         try:
-            raws = list(map(_value_of, records))
-            if max(map(len, raws)) > MAX_EVENT_BYTES:
-                return False
-            # Maps of strings and numbers are not tracked by the garbage collector (tuples
-            # would be); only a msgpack map gives the four fields (anything else raises).
-            evs = list(map(unpackb, raws))
-            sids, users, stamps, values = (list(map(get, evs)) for get in _FIELDS)
-        except Exception:  # noqa: BLE001 - any oddity: the reference path names it
+            checked = self._fast_batch(partition, records, wall_now)
+        except Exception:  # noqa: BLE001 - any oddity in any field: the reference path names it
             return False
-        kinds = set(sids)
-        if len(kinds) != 1 or set(map(type, kinds)) != {str}:
-            return False  # several streams in a batch: the reference path
-        (sid,) = kinds
-        stream = self.streams.get(sid)
-        if stream is None or stream.alpha is not None or stream.max_values != 1:
+        if checked is None:
             return False
-        if set(map(type, users)) != {str} or not all(users):
-            return False
-        keys = list(map(_key_of, records))
-        if list(map(str.encode, users)) != keys:
-            return False  # key_mismatch somewhere (a None key never equals bytes)
-        partition_of = self._partition_of
-        found = list(map(partition_of.get, keys))
-        if found.count(partition) != n:
-            for key in set(keys):
-                self._partition(key)
-            if list(map(partition_of.get, keys)).count(partition) != n:
-                return False
-        if not set(map(type, stamps)) <= {float, int}:
-            return False
-        try:
-            ts = np.array(stamps, dtype=np.float64)
-        except (OverflowError, ValueError, TypeError):
-            return False
+        sid, stream, users, values, ts = checked
         ts_max = float(ts.max())
-        if not ((ts >= 0.0) & (ts < 1e11)).all() or ts_max > stream.slots.horizon(wall_now):
-            return False
-        index = self.domains[sid].index
-        value_types = set(map(type, values))
-        if value_types == {str}:
-            values = [index.get(v, -1) for v in values]
-        elif value_types != {int}:
-            return False
-        try:
-            vals = np.array(values, dtype=np.int64)
-        except OverflowError:
-            return False
-        if not ((vals >= 0) & (vals < stream.d)).all():
-            return False
         # Phase 2: every record is valid; count them.
         part = self.partitions[partition]
         if stream.clock == "event":
@@ -364,6 +320,66 @@ class Collector:
             counted[sid, "duplicate"] += duplicate
         return True
 
+    def _fast_batch(
+        self, partition: int, records: list[Any], wall_now: float
+    ) -> tuple[str, StreamConfig, list[str], list[Any], np.ndarray] | None:
+        """Phase 1 of :meth:`_add_batch_fast`: ``(stream id, stream, users, values, times)``
+        when every record of the batch is a valid event of one one-value counting stream, else
+        None. Pure: it reads the partition cache and fills it, nothing else.
+
+        It decodes each value with the same msgpack options as
+        :func:`~app.stream.records.decode_event` and checks the fields' types before anything
+        hashes or compares them (a list or a map in any field declines the batch), then their
+        ranges, the keys and partitions, and the horizon, over lists and arrays. Its caller
+        treats any exception as a decline, so a record no check foresaw still reaches the
+        reference path, which dead-letters it with its reason.
+        """
+        n = len(records)
+        raws = list(map(_value_of, records))
+        if max(map(len, raws)) > MAX_EVENT_BYTES:
+            return None
+        # Maps of strings and numbers are not tracked by the garbage collector (tuples would
+        # be); only a msgpack map gives the four fields (anything else raises).
+        evs = list(map(unpackb, raws))
+        sids, users, stamps, values = (list(map(get, evs)) for get in _FIELDS)
+        if set(map(type, sids)) != {str} or set(map(type, users)) != {str}:
+            return None  # checked before any set or dict hashes them: a list is unhashable
+        kinds = set(sids)
+        if len(kinds) != 1:
+            return None  # several streams in a batch: the reference path
+        (sid,) = kinds
+        stream = self.streams.get(sid)
+        if stream is None or stream.alpha is not None or stream.max_values != 1:
+            return None
+        if not all(users):
+            return None
+        keys = list(map(_key_of, records))
+        if list(map(str.encode, users)) != keys:
+            return None  # key_mismatch somewhere (a None key never equals bytes)
+        partition_of = self._partition_of
+        if list(map(partition_of.get, keys)).count(partition) != n:
+            for key in set(keys):
+                self._partition(key)
+            if list(map(partition_of.get, keys)).count(partition) != n:
+                return None
+        if not set(map(type, stamps)) <= {float, int}:
+            return None
+        ts = np.array(stamps, dtype=np.float64)
+        if not ((ts >= 0.0) & (ts < 1e11)).all() or float(ts.max()) > stream.slots.horizon(
+            wall_now
+        ):
+            return None
+        value_types = set(map(type, values))
+        if value_types == {str}:
+            index = self.domains[sid].index
+            values = [index.get(v, -1) for v in values]
+        elif value_types != {int}:
+            return None
+        vals = np.array(values, dtype=np.int64)
+        if not ((vals >= 0) & (vals < stream.d)).all():
+            return None
+        return sid, stream, users, values, ts
+
     def add_batch_reference(
         self, partition: int, records: Iterable[Any], wall_now: float
     ) -> list[tuple[BadEvent, Any]]:
@@ -399,6 +415,9 @@ class Collector:
                     newest[sid] = ts
             except BadEvent as exc:
                 bad.append((exc, rec))
+                continue
+            except Exception as exc:  # noqa: BLE001 - a record no rule foresaw: refused, not fatal
+                bad.append((BadEvent("undecodable", f"unexpected {type(exc).__name__}"), rec))
                 continue
             if ts > max_ts:
                 max_ts = ts
