@@ -9,10 +9,12 @@ are run by ``tests/integration``.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
 import pytest
 from aiokafka import TopicPartition
 
+from app import metrics
 from app.stream.collect.batch import BatchConsumer
 from app.stream.topics import load_topics
 
@@ -23,6 +25,7 @@ class Collector:
     def __init__(self) -> None:
         self.partitions: dict[int, str] = {}
         self.need: dict[int, int] = {}
+        self.outcomes: Counter[tuple[str, str]] = Counter()
 
     def assign(self, partition: int) -> None:
         self.partitions[partition] = "assigned"
@@ -158,6 +161,7 @@ class Racing(Service):
 
     def _count(self, partition, records, wall):
         self.counted.setdefault(partition, []).extend(r.offset for r in records)
+        self.collector.outcomes["s", "accepted"] += len(records)
         return []
 
     async def _before_batch(self, batches) -> None:
@@ -235,3 +239,97 @@ def test_records_fetched_while_the_assignment_callback_awaits_are_counted(
     asyncio.run(go())
     assert svc.counted == {0: [0, 1, 2, 3, 4]}
     assert svc._targets == {0: 5}
+
+
+# -- issue 31 §3: every fetched record gets exactly one outcome before its commit -------------
+
+
+def unaccounted(svc, reason):
+    return metrics.RECORDS_UNACCOUNTED.labels(svc.shortlabel, reason)._value.get()
+
+
+def counting(make_settings, fake_kafka, log):
+    topics = load_topics()
+    svc = Counting(make_settings(), topics)
+    svc._consumer = fake_kafka.Consumer(topics.events, {0: log})
+    svc._consumer.assign([TopicPartition(topics.events, 0)])
+    svc._producer = fake_kafka.Producer()
+    return svc
+
+
+async def turn(svc):
+    """One turn of the consume loop (a fetch, the count, the checks)."""
+    consumer = svc._consumer
+    consumer.getmany = type(consumer).getmany.__get__(consumer)
+    consumer.stop_after_first_poll(svc)
+    svc._stopped.clear()
+    await Counting._consume.fun(svc)
+
+
+def test_a_batch_of_a_partition_the_collector_does_not_hold_is_read_again(
+    make_settings, fake_kafka
+):
+    svc = counting(make_settings, fake_kafka, [b"e"] * 5)
+    before = unaccounted(svc, "not_assigned")
+
+    async def go():
+        await turn(svc)  # the consumer holds partition 0, the collector not (yet)
+        assert svc.counted == {} and svc._consumer.positions[tp(svc, 0)] == 0
+        svc.collector.assign(0)
+        await turn(svc)
+
+    asyncio.run(go())
+    assert unaccounted(svc, "not_assigned") - before == 5
+    assert svc.counted == {0: [0, 1, 2, 3, 4]}
+
+
+def test_records_neither_counted_nor_refused_are_flagged(make_settings, fake_kafka):
+    svc = counting(make_settings, fake_kafka, [b"e"] * 4)
+    svc.collector.assign(0)
+    before = unaccounted(svc, "uncounted")
+
+    def count_all_but_one(partition, records, wall):
+        svc.collector.outcomes["s", "accepted"] += len(records) - 1
+        return []
+
+    svc.collector.add_batch = count_all_but_one  # type: ignore[method-assign]
+    asyncio.run(turn(svc))
+    assert unaccounted(svc, "uncounted") - before == 1
+
+
+def test_a_position_past_the_last_record_handed_over_is_sought_back_and_not_committed(
+    make_settings, fake_kafka
+):
+    """The consumer's position moves past offsets 5-7 without handing them over (what the
+    issue's steady-load run looked like from outside): they are read again, and no commit in
+    between passes them."""
+    svc = counting(make_settings, fake_kafka, [b"e"] * 5)
+    svc.collector.assign(0)
+    before = unaccounted(svc, "position_moved")
+
+    async def go():
+        await turn(svc)
+        svc._consumer.logs[0].extend([b"e"] * 3)
+        svc._consumer.positions[tp(svc, 0)] = 8  # skipped 5, 6, 7
+        await svc._commit([tp(svc, 0)])
+        await svc._check_positions()
+        assert svc._consumer.positions[tp(svc, 0)] == 5
+        await turn(svc)
+
+    asyncio.run(go())
+    assert svc._consumer.committed == [{tp(svc, 0): 5}]
+    assert unaccounted(svc, "position_moved") - before == 3
+    assert svc.counted == {0: list(range(8))}
+
+
+def test_offsets_skipped_or_repeated_between_batches_are_flagged(make_settings, fake_kafka):
+    svc = counting(make_settings, fake_kafka, [b"e"] * 7)
+    svc.collector.assign(0)
+    gaps, repeats = unaccounted(svc, "offset_gap"), unaccounted(svc, "offset_repeat")
+    recs = [svc._consumer.rec(0, o) for o in (0, 1, 2, 5, 6)]
+    svc._take(tp(svc, 0), recs[:3], 0.0)
+    svc._take(tp(svc, 0), recs[3:], 0.0)  # 3 and 4 never came
+    svc._take(tp(svc, 0), [svc._consumer.rec(0, 6)], 0.0)  # 6 again
+    assert unaccounted(svc, "offset_gap") - gaps == 2
+    assert unaccounted(svc, "offset_repeat") - repeats == 1
+    assert svc.counted == {0: [0, 1, 2, 5, 6, 6]}

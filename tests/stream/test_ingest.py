@@ -19,6 +19,7 @@ from aiokafka import TopicPartition
 
 from app import metrics
 from app.stream.collect import ingest
+from app.stream.collect.batch import UNACCOUNTED
 from app.stream.collect.ingest import GAP_S, IngestService
 from app.stream.collect.partitioning import partition_for
 from app.stream.records import unpack
@@ -189,6 +190,38 @@ def test_the_loop_counts_good_events_and_dead_letters_bad_ones(service):
     (dead,) = service._producer.values(service.topics.dead_letter)
     assert (unpack(dead)["reason"], unpack(dead)["offset"]) == ("out_of_domain", 1)
     assert service.consuming  # caught up with the end found at assignment
+
+
+def test_a_poison_stream_field_is_dead_lettered_counted_and_committed_past(service):
+    """Issue 31 §1: an event whose ``stream`` is a list among honest ones of one stream made
+    the fast path raise and the loop die before any commit. Now: dead-lettered, every record
+    has one outcome, and the slot's commit passes it."""
+    u1, u2 = users_of(0, service._partitions_total, 2)
+    now = time.time()
+    poison = msgpack.packb({"stream": ["s"], "user": u1, "ts": now, "value": "a"})
+    service._consumer.logs[0] += [
+        event(u1, now, "a"),
+        (u1.encode(), poison, 0),
+        event(u2, now, "b"),
+    ]
+    label = service.shortlabel
+    before = {r: metrics.RECORDS_UNACCOUNTED.labels(label, r)._value.get() for r in UNACCOUNTED}
+    assign(service, 0)
+
+    async def go():  # one event loop: the dead letter's send is awaited before the commit
+        service._consumer.stop_after_first_poll(service)
+        await IngestService._consume.fun(service)
+        assert service.collector.partitions[0].buckets == {("s", int(now // 10)): {u1: 0, u2: 1}}
+        service.collector.observe_fetch(0, now + 25, at_end=True, gap_s=100)
+        service.collector.observe_fetch(0, now + 30, at_end=True, gap_s=100)
+        await service._flush(now + 30)
+
+    asyncio.run(go())
+    (dead,) = service._producer.values(service.topics.dead_letter)
+    assert (unpack(dead)["reason"], unpack(dead)["offset"]) == ("wrong_type", 1)
+    after = {r: metrics.RECORDS_UNACCOUNTED.labels(label, r)._value.get() for r in UNACCOUNTED}
+    assert after == before
+    assert service._consumer.committed == [{tps(service, 0)[0]: 3}]
 
 
 def test_a_refusing_service_counts_nothing(service):

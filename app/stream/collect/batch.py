@@ -17,7 +17,12 @@ stage is a :class:`mode.Service` started by the Faust worker next to the app.
   side input is co-partitioned with its source (:attr:`BatchConsumer.co_partitioned`) reads only
   the side partitions matching its assigned source partitions, each from the beginning when it
   is assigned, so a worker holds only its own users' side records;
-* a producer for the internal ``partials`` topic and for ``dead-letter``.
+* a producer for the internal ``partials`` topic and for ``dead-letter``;
+* the counting invariant: every fetched record gets exactly one outcome before an offset past
+  it is committed (counted by the collector, refused to ``dead-letter``, or passed over to be
+  read again after a rebalance); :meth:`BatchConsumer._take` checks it per partition and batch,
+  a violation is logged and counted (``dpstream_records_unaccounted_total``), and a commit never
+  passes the last record handed over.
 
 The subclass brings the collector (the pure bookkeeping: ``assign``, ``revoke``,
 ``commit_offset``), the loop, and what a side-input record means.
@@ -29,6 +34,7 @@ import asyncio
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -54,7 +60,9 @@ FLUSH_RETRY_S = 0.02
 """Shortest time between two flushes that a slot's close, not the tick, asks for."""
 FETCH_WAIT_S = 0.05
 """Longest wait of the source consumer's fetches (see :meth:`BatchConsumer.on_start`)."""
-"""Shortest time between two flushes that a slot's close, not the tick, asks for."""
+UNACCOUNTED = ("offset_gap", "offset_repeat", "uncounted", "not_assigned", "position_moved")
+"""Every way a fetched record can miss its one outcome: the ``reason`` label of
+``dpstream_records_unaccounted`` (see :meth:`BatchConsumer._take`)."""
 
 
 class Collecting(Protocol):
@@ -65,6 +73,10 @@ class Collecting(Protocol):
     def revoke(self, partition: int) -> None: ...
 
     def commit_offset(self, partition: int, position: int) -> int: ...
+
+    @property
+    def outcomes(self) -> Counter[tuple[str, str]]:
+        """Outcomes counted since they were last taken, by ``(stream, outcome)``."""
 
     def add_batch(self, partition: int, records: list[Any], wall_now: float) -> list[Any]:
         """Take one partition's records; the unusable ones as ``(BadEvent, record)`` pairs."""
@@ -156,6 +168,11 @@ class BatchConsumer(Service):
         self._epoch = 0
         """Revocations so far: a batch taken before one is dropped, not counted (the
         partitions kept restart from their commit, the others go to their new owner)."""
+        self._next: dict[int, int] = {}
+        """Per partition, the offset after the last record handed to the collector (unknown
+        until the first batch after an assignment)."""
+        self._sought: set[tuple[int, int]] = set()
+        """``(partition, offset)`` pairs the consumer was sought back to once already."""
 
     def _apply_side_input(self, record: Any) -> None:
         """Take one side-input record into the collector."""
@@ -170,7 +187,7 @@ class BatchConsumer(Service):
         """Fetch a batch, hand each assigned partition's records to the collector (bad ones to
         the policy), observe the fetches, catch up, and flush once per tick."""
         assert self._consumer is not None
-        consumer, collector, policy = self._consumer, self.collector, self.policy
+        consumer = self._consumer
         last_flush, due = 0.0, self._next_due(time.time())
         while not self.should_stop:
             wait_s = min(self.tick_s, max(FLUSH_RETRY_S, due - time.time()))
@@ -187,12 +204,10 @@ class BatchConsumer(Service):
             await self._before_batch(batches)
             if self._epoch == epoch:  # else a rebalance: the consumer reads them again
                 for tp, records in batches.items():
-                    p = tp.partition
-                    if p not in collector.partitions:
-                        continue
-                    for exc, rec in collector.add_batch(p, records, wall):
-                        policy(exc, rec, log)
+                    if records:
+                        self._take(tp, records, wall)
             self._in_hand = {}
+            await self._check_positions()
             await self._observe(wall, batches)
             if not self.consuming:
                 await self._check_caught_up()
@@ -202,6 +217,66 @@ class BatchConsumer(Service):
                 last_flush = wall
                 await self._flush(wall)
                 due = self._next_due(wall)
+
+    def _take(self, tp: TopicPartition, records: list[Any], wall: float) -> None:
+        """Hand one partition's records to the collector (the bad ones to the policy) and check
+        the counting invariant: their offsets follow the last ones handed over without a gap or
+        a repeat, and each record got exactly one outcome (counted, or refused). A batch of a
+        partition the collector does not hold is read again (the consumer is sought back)."""
+        assert self._consumer is not None
+        p, n, first, collector = tp.partition, len(records), records[0].offset, self.collector
+        if p not in collector.partitions:
+            self._unaccounted("not_assigned", tp, n, first)
+            if tp in self._consumer.assignment():
+                self._consumer.seek(tp, first)
+            return
+        skipped = records[-1].offset + 1 - self._next.get(p, first) - n
+        if skipped:
+            reason = "offset_gap" if skipped > 0 else "offset_repeat"
+            self._unaccounted(reason, tp, abs(skipped), self._next.get(p, first))
+        before = sum(collector.outcomes.values())
+        bad = collector.add_batch(p, records, wall)
+        for exc, rec in bad:
+            self.policy(exc, rec, log)
+        uncounted = n - len(bad) - (sum(collector.outcomes.values()) - before)
+        if uncounted:
+            self._unaccounted("uncounted", tp, uncounted, first)
+        self._next[p] = records[-1].offset + 1
+
+    async def _check_positions(self) -> None:
+        """The consumer's position of each partition must be right after the last record
+        handed over: one further means offsets it moved past were never handed to the
+        collector. It is sought back to read them (once per offset: a gap the broker keeps,
+        such as a transaction marker, is then taken as it is)."""
+        assert self._consumer is not None
+        consumer, epoch = self._consumer, self._epoch
+        for tp in consumer.assignment():
+            want = self._next.get(tp.partition)
+            if want is None:
+                continue
+            at = await consumer.position(tp)
+            if self._epoch != epoch:
+                return  # a rebalance meanwhile: positions restart from the commits
+            if at == want:
+                continue
+            self._unaccounted("position_moved", tp, abs(at - want), want)
+            if (tp.partition, want) in self._sought:
+                self._next[tp.partition] = at
+            else:
+                self._sought.add((tp.partition, want))
+                consumer.seek(tp, want)
+
+    def _unaccounted(self, reason: str, tp: TopicPartition, n: int, offset: int) -> None:
+        """Log and count a violation of the counting invariant (see :meth:`_take`)."""
+        metrics.RECORDS_UNACCOUNTED.labels(self.shortlabel, reason).inc(n)
+        log.error(
+            "%s: %d records without one outcome reason=%s partition=%d offset=%d",
+            self.shortlabel,
+            n,
+            reason,
+            tp.partition,
+            offset,
+        )
 
     def _next_due(self, now: float) -> float:
         """When the loop should flush next, besides once per tick: the moment something may
@@ -239,6 +314,8 @@ class BatchConsumer(Service):
     # -- lifecycle ----------------------------------------------------------------------------
     async def on_start(self) -> None:
         metrics.CONSUMER_LAG_SECONDS.labels(self.source).set(0)  # a series from the start
+        for reason in UNACCOUNTED:
+            metrics.RECORDS_UNACCOUNTED.labels(self.shortlabel, reason)
         kw = aiokafka_kwargs(self.settings)
         timeout_ms = int(self.settings.session_timeout_s * 1000)
         self._producer = AIOKafkaProducer(linger_ms=5, **kw)
@@ -302,6 +379,7 @@ class BatchConsumer(Service):
             except KafkaError as exc:  # e.g. leaving the group at shutdown: nothing is lost,
                 # the next owner replays from the last commit (open slots are rebuilt)
                 log.warning("%s: no commit at revocation (%s)", self.shortlabel, exc)
+        self._next.clear()  # every partition kept restarts from its commit
         for tp in revoked:
             self.collector.revoke(tp.partition)
             self._targets.pop(tp.partition, None)
@@ -349,7 +427,11 @@ class BatchConsumer(Service):
             for tp in tps:
                 if tp.partition in self.collector.partitions:
                     position = await self._consumer.position(tp)
-                    position = min(position, self._in_hand.get(tp.partition, position))
+                    position = min(
+                        position,
+                        self._in_hand.get(tp.partition, position),
+                        self._next.get(tp.partition, position),
+                    )
                     offsets[tp] = self.collector.commit_offset(tp.partition, position)
             if offsets:
                 await self._consumer.commit(offsets)
