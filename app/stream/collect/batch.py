@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+import numpy as np
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 from mode import Service
@@ -220,28 +221,58 @@ class BatchConsumer(Service):
 
     def _take(self, tp: TopicPartition, records: list[Any], wall: float) -> None:
         """Hand one partition's records to the collector (the bad ones to the policy) and check
-        the counting invariant: their offsets follow the last ones handed over without a gap or
-        a repeat, and each record got exactly one outcome (counted, or refused). A batch of a
-        partition the collector does not hold is read again (the consumer is sought back)."""
+        the counting invariant: each record handed over got exactly one outcome (counted, or
+        refused). Only records that follow the last ones handed over are handed over
+        (:meth:`_contiguous`); a batch of a partition the collector does not hold is read again
+        (the consumer is sought back)."""
         assert self._consumer is not None
-        p, n, first, collector = tp.partition, len(records), records[0].offset, self.collector
+        p, first, collector = tp.partition, records[0].offset, self.collector
         if p not in collector.partitions:
-            self._unaccounted("not_assigned", tp, n, first)
+            self._unaccounted("not_assigned", tp, len(records), first)
             if tp in self._consumer.assignment():
                 self._consumer.seek(tp, first)
             return
-        skipped = records[-1].offset + 1 - self._next.get(p, first) - n
-        if skipped:
-            reason = "offset_gap" if skipped > 0 else "offset_repeat"
-            self._unaccounted(reason, tp, abs(skipped), self._next.get(p, first))
+        if first != self._next.get(p, first) or records[-1].offset - first + 1 != len(records):
+            records = self._contiguous(tp, records)  # rare: O(1) above, per record here
+            if not records:
+                return
         before = sum(collector.outcomes.values())
         bad = collector.add_batch(p, records, wall)
         for exc, rec in bad:
             self.policy(exc, rec, log)
-        uncounted = n - len(bad) - (sum(collector.outcomes.values()) - before)
+        uncounted = len(records) - len(bad) - (sum(collector.outcomes.values()) - before)
         if uncounted:
             self._unaccounted("uncounted", tp, uncounted, first)
         self._next[p] = records[-1].offset + 1
+
+    def _contiguous(self, tp: TopicPartition, records: list[Any]) -> list[Any]:
+        """The records of a batch whose offsets are not one run from the last handed over:
+        those already handed over are dropped (``offset_repeat``); at the first offset skipped
+        (``offset_gap``) the batch is cut and the consumer sought back to read the rest again,
+        once per offset (a gap the broker keeps, such as a transaction marker, is then taken as
+        it is)."""
+        assert self._consumer is not None
+        p = tp.partition
+        offsets = np.array([r.offset for r in records], dtype=np.int64)
+        want = self._next.get(p, int(offsets[0]))
+        if offsets[0] < want:
+            seen = offsets < want
+            self._unaccounted("offset_repeat", tp, int(seen.sum()), int(offsets[0]))
+            records = [r for r, old in zip(records, seen.tolist(), strict=True) if not old]
+            offsets = offsets[~seen]
+            if not records:
+                return []
+        skips = np.flatnonzero(offsets != want + np.arange(offsets.shape[0]))
+        if skips.shape[0] == 0:
+            return records
+        cut = int(skips[0])
+        missing = want + cut
+        self._unaccounted("offset_gap", tp, int(offsets[-1]) + 1 - want - len(records), missing)
+        if (p, missing) in self._sought:
+            return records
+        self._sought.add((p, missing))
+        self._consumer.seek(tp, missing)
+        return records[:cut]
 
     async def _check_positions(self) -> None:
         """The consumer's position of each partition must be right after the last record
