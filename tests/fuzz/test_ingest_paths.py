@@ -68,7 +68,7 @@ EVENT = {
     "value": st.sampled_from([0, 1, 2, "a", "c", "north"]),
     "amount": st.sampled_from([0, 2.5, 80]),
 }
-FUZZ = settings(max_examples=120, deadline=None)
+FUZZ = settings(max_examples=100, deadline=None)
 
 
 def _streams(tmp_path_factory):

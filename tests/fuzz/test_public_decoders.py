@@ -33,7 +33,7 @@ REPORT = {
     "group": st.integers(0, 2),
     "payload": st.lists(st.integers(0, 5), max_size=3),
 }
-FUZZ = settings(max_examples=300, deadline=None)
+FUZZ = settings(max_examples=200, deadline=None)
 
 
 @FUZZ
