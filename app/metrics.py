@@ -199,12 +199,12 @@ ASSIGNMENTS = Counter(
 RECORDS_UNACCOUNTED = Counter(
     "dpstream_records_unaccounted",
     "Records a collect stage fetched without giving each exactly one outcome (reason: "
-    "offset_gap, offsets the fetches skipped, read again once; offset_repeat, offsets fetched "
-    "twice, counted once; uncounted, records the collector neither counted nor refused; "
-    "not_assigned, a batch of a partition the collector does not hold, read again; "
-    "position_moved, the consumer's position left the last record handed over, sought back "
-    "once). Always 0 in a healthy worker: any rise is a fault to report; no commit passes a "
-    "record that was not handed over.",
+    "offset_gap, offsets the fetches skipped, read again; gap_taken, skipped offsets that did "
+    "not come back within GAP_RETRY_S, lost; offset_repeat, offsets fetched twice, counted "
+    "once; uncounted, records the collector neither counted nor refused, lost; not_assigned, a "
+    "batch of a partition the collector does not hold, read again; position_moved, the "
+    "consumer's position left the last record handed over, sought back). A rise of gap_taken "
+    "or uncounted is a loss to report; no commit passes a record that was not handed over.",
     ["consumer", "reason"],
     registry=REGISTRY,
 )

@@ -15,7 +15,7 @@ import pytest
 from aiokafka import TopicPartition
 
 from app import metrics
-from app.stream.collect.batch import BatchConsumer
+from app.stream.collect.batch import GAP_RETRY_S, BatchConsumer
 from app.stream.topics import load_topics
 
 
@@ -328,6 +328,7 @@ def test_skipped_offsets_are_read_again_and_repeated_ones_not_counted_twice(
     svc = counting(make_settings, fake_kafka, [b"e"] * 12)
     svc.collector.assign(0)
     gaps, repeats = unaccounted(svc, "offset_gap"), unaccounted(svc, "offset_repeat")
+    taken = unaccounted(svc, "gap_taken")
     rec = svc._consumer.rec
     position = svc._consumer.positions
 
@@ -340,11 +341,15 @@ def test_skipped_offsets_are_read_again_and_repeated_ones_not_counted_twice(
         assert svc.counted == {0: list(range(7))}
         svc._take(tp(svc, 0), [rec(0, 6)], 0.0)  # 6 again: not counted twice
         svc._consumer.logs[0] += [b"e"] * 5
-        svc._take(tp(svc, 0), [rec(0, o) for o in (7, 8, 10, 11)], 0.0)  # 9 skipped: cut there
+        svc._take(tp(svc, 0), [rec(0, o) for o in (7, 8, 10, 11)], 0.0)  # 9 skipped: cut
         assert svc.counted == {0: list(range(9))} and position[tp(svc, 0)] == 9
-        svc._take(tp(svc, 0), [rec(0, o) for o in (10, 11)], 0.0)  # the broker keeps the gap
-        assert svc.counted == {0: [*range(9), 10, 11]}
+        svc._take(tp(svc, 0), [rec(0, o) for o in (10, 11)], 0.0)  # 9 still missing: again
+        assert svc.counted == {0: list(range(9))} and position[tp(svc, 0)] == 9
+        svc._sought[0, 9] -= GAP_RETRY_S + 1  # the broker kept the gap for too long: taken
+        svc._take(tp(svc, 0), [rec(0, o) for o in (10, 11)], 0.0)
+        assert svc.counted == {0: [*range(9), 10, 11]} and svc._sought == {}
 
     asyncio.run(go())
-    assert unaccounted(svc, "offset_gap") - gaps == 2 + 1 + 1
+    assert unaccounted(svc, "offset_gap") - gaps == 2 + 1  # each gap once
+    assert unaccounted(svc, "gap_taken") - taken == 1
     assert unaccounted(svc, "offset_repeat") - repeats == 1
