@@ -47,7 +47,7 @@ streams:
     slot_s: 10
     grace_s: 1
     sum: {alpha: 50}
-    mechanism: {name: optstream, noise: laplace}
+    mechanism: {name: optstream}
     levels: [{name: only, w: 4, eps: 1.0}]
   - id: loc
     mode: local
@@ -102,7 +102,14 @@ def event_records(draw: st.DrawFn) -> tuple[bytes | None, bytes | None]:
 def _state(c: Collector) -> tuple[object, ...]:
     part = c.partitions[0]
     buckets = {k: dict(sorted(v.items())) for k, v in part.buckets.items()}
-    return (buckets, part.min_offset, part.max_ts, dict(c.outcomes), c.late_slots, c.watermark)
+    return (
+        buckets,
+        part.min_offset,
+        part.max_ts,
+        dict(c.outcomes),
+        c.late_slots,
+        c.event_clocks.newest,
+    )
 
 
 POISON = [

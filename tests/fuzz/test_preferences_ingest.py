@@ -53,7 +53,11 @@ def service(tmp_path_factory) -> tuple[IngestService, list[tuple[str, object]]]:
     """One service for every example (its levels carry over: any state is fair game)."""
     path = tmp_path_factory.mktemp("prefs") / "s.yaml"
     path.write_text(YAML)
-    env = {"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_BROKER": "127.0.0.1:1"}
+    env = {
+        "DPSTREAM_NOISE_KEY": "cd" * 16,
+        "DPSTREAM_DEPLOYMENT": "fuzz",
+        "DPSTREAM_BROKER": "127.0.0.1:1",
+    }
     refused: list[tuple[str, object]] = []
     svc = IngestService(
         load_settings(env=env, config=path),
