@@ -11,18 +11,16 @@ Steps (:func:`account_central`):
    duplicates allowed (else ``release_differs``); no slot is missing between the first and the
    last released one (``release_missing``); none was published before its slot ended
    (``released_early``, :mod:`app.verify.early`).
-2. **Level histories**: each user's history is the *last* ``levels`` record of the user; every
-   level change the user asked for on ``preferences`` (in offset order; a tombstone or a bad
-   value asks for the default level; asking for the level one already has changes nothing)
-   appears in it in order, effective at or after the preference record's Kafka timestamp
-   (``level_backdated`` otherwise). A request absent from the history is ``level_missing`` once
-   a partial of the user's partition was sent :data:`LEVEL_LAG_S` slots-and-seconds after it
-   (before that, the worker may not have read it yet).
+2. **Level histories** (:mod:`app.verify.levels`): every ``levels`` record of every user; the
+   last one must hold every level change the user asked for on ``preferences`` (a truncated
+   one: the tail of them), in order and never backdated (``level_missing``,
+   ``level_backdated``).
 3. **Values**: an ``events`` record counts if it decodes for the stream, its key is its user and
    it sits in the partition the key hashes to (Kafka's default partitioner). A user's first value
    in a slot counts (for ``max_values: l``, its first ``l`` distinct values; a sum stream counts
-   the first amount per value, clipped to ``alpha``), in the group its history gives for the slot,
-   or nowhere inside a change gap (reason ``level_change``).
+   the first amount per value, clipped to ``alpha``), in the group the user's history gives for
+   the slot, or nowhere inside a change gap (reason ``level_change``): the history in force when
+   the slot's partial was sent (the last ``levels`` record of the user stamped before it).
 4. **Partials**: the *first* ``partials`` record per ``(slot, partition)`` is what the release
    agent merged (later ones are replays it ignores; a partial it refuses, for a partition the
    ``events`` topic does not have or a slot far past its own time, is skipped and counted). A
@@ -41,8 +39,9 @@ Steps (:func:`account_central`):
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -52,10 +51,17 @@ from app.stream.collect.partitioning import partition_for
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 from app.stream.internal import InternalError, Partial, decode
-from app.stream.records import Domain, decode_event, decode_preference, unpack
+from app.stream.records import Domain, decode_event, unpack
 from app.verify.early import check_early
+from app.verify.levels import (
+    Records,
+    check_preferences,
+    complete,
+    in_force,
+    level_records,
+)
 from app.verify.read import Msg, Snapshot
-from app.verify.rules import History, Level, groups_of
+from app.verify.rules import Level, groups_of
 from app.verify.units import UserSpend
 from app.verify.verdict import LevelSpend, Verdict, Violation
 from app.verify.windows import Rows, two_groups, worst_windows
@@ -69,8 +75,12 @@ SUM_TOLERANCE = 1e-6
 SKEW_S = 60.0
 """How far past its own Kafka time a partial's slot may be due (at least two slots): the
 release agent refuses anything further (docs/service.md, "No input moves a clock")."""
-OFFSET_PREFIX = b"\x00"
-"""``levels`` keys starting with this byte are offset markers, not users."""
+
+GAP = -1
+"""A value's group inside a change gap: not counted."""
+UNKNOWN = -2
+"""A value's group when the history the worker held for its slot is no longer in ``levels``
+(compacted away, and the oldest record left is truncated): the value is not judged."""
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -133,68 +143,6 @@ def audit_spend(stream: str, msgs: list[Msg], names: tuple[str, ...]) -> dict[in
     return out
 
 
-# -- level histories ----------------------------------------------------------------------------
-def histories(msgs: list[Msg]) -> dict[str, History]:
-    """The last ``levels`` record of every user (a tombstone: no history)."""
-    last: dict[str, bytes | None] = {}
-    for m in msgs:
-        if m.key is None or m.key.startswith(OFFSET_PREFIX):
-            continue
-        last[m.key.decode("utf-8", "replace")] = m.value
-    out: dict[str, History] = {}
-    for user, raw in last.items():
-        if raw is None:
-            continue
-        rec = unpack(raw)
-        changes = tuple(
-            (float(at), None if lv is None else str(lv)) for at, lv in rec.get("changes", [])
-        )
-        out[user] = History(changes, bool(rec.get("truncated", False)))
-    return out
-
-
-def check_preferences(
-    msgs: list[Msg],
-    hist: dict[str, History],
-    partial_ts: dict[int, float],
-    partitions: int,
-    lag_s: float,
-    verdict: Verdict,
-) -> None:
-    """Step 2 of the module docstring (``partial_ts``: per events partition, the Kafka time of
-    the last partial sent for it, in seconds)."""
-    asked: dict[str, list[tuple[float, str | None]]] = defaultdict(list)
-    for m in msgs:
-        if m.key is None:
-            continue
-        asked[m.key.decode("utf-8", "replace")].append(
-            (m.timestamp_ms / 1000, decode_preference(m.value))
-        )
-    for user, wants in asked.items():
-        h = hist.get(user)
-        changes = h.changes if h is not None else ()
-        truncated = h is not None and h.truncated
-        pos, last, matched = 0, None, False
-        p = partition_for(user.encode(), partitions)
-        for at, level in wants:
-            if last is not None and last[1] == level:
-                continue  # asking for the level one has changes nothing
-            j = next((k for k in range(pos, len(changes)) if changes[k][1] == level), None)
-            if j is None:
-                if (truncated and not matched) or partial_ts.get(p, -np.inf) < at + lag_s:
-                    continue
-                what = f"a change to {level or 'the default level'} requested at {at:.3f}"
-                verdict.add(
-                    Violation("level_missing", (), f"{what} is not in the user's history", (user,))
-                )
-                continue
-            if changes[j][0] < at:
-                what = f"a change to {level or 'the default level'} requested at {at:.3f}"
-                detail = f"{what} takes effect at {changes[j][0]:.3f}"
-                verdict.add(Violation("level_backdated", (), detail, (user,)))
-            pos, last, matched = j + 1, changes[j], True
-
-
 # -- values -------------------------------------------------------------------------------------
 @dataclass
 class Values:
@@ -209,11 +157,14 @@ class Values:
     appended: FloatArray
     """Kafka timestamp of the event, seconds."""
     group: IntArray
-    """-1: inside a change gap."""
+    """:data:`GAP`: inside a change gap; :data:`UNKNOWN`: not known (see :func:`values`)."""
 
 
-def values(stream: StreamConfig, snap: Snapshot, hist: dict[str, History]) -> Values:
-    """Step 3 of the module docstring."""
+def values(
+    stream: StreamConfig, snap: Snapshot, records: Records, partials: dict[tuple[int, int], Any]
+) -> Values:
+    """Step 3 of the module docstring (``partials``: the first partial per ``(slot,
+    partition)``, whose Kafka time picks the level record in force for the slot)."""
     domains = {stream.id: Domain.of(stream)}
     index: dict[str, int] = {}
     cols: list[tuple[int, float, int, float, int, float]] = []
@@ -248,16 +199,31 @@ def values(stream: StreamConfig, snap: Snapshot, hist: dict[str, History]) -> Va
     )
     out.group[:] = stream.default_level
     levels = levels_of(stream)
-    special = np.asarray([u in hist for u in users], dtype=bool)
+    special = np.asarray([u in records for u in users], dtype=bool)
+    whole = complete(snap.levels)
     if special.any() and out.user.shape[0]:
         rows = np.flatnonzero(special[out.user])
         order = rows[np.argsort(out.user[rows], kind="stable")]
         bounds = np.flatnonzero(np.diff(out.user[order])) + 1
         for seg in np.split(order, bounds):
-            h = hist[users[int(out.user[seg[0]])]]
-            out.group[seg] = groups_of(
-                h, out.slot[seg], levels, stream.default_level, stream.slot_s
+            recs = records[users[int(out.user[seg[0]])]]
+            closed = np.asarray(
+                [
+                    partials.get((int(s), int(p)), (None, np.inf))[1]
+                    for s, p in zip(out.slot[seg], out.partition[seg], strict=True)
+                ],
+                dtype=np.float64,
             )
+            which = in_force(recs, closed)
+            if not whole:  # older records may be gone: the oldest left, if it holds everything
+                which[which < 0] = 0 if not recs[0][1].truncated else UNKNOWN
+            out.group[seg[which == UNKNOWN]] = UNKNOWN
+            for r in np.unique(which[which != UNKNOWN]):
+                rows_r = seg[which == r]
+                held = None if r < 0 else recs[int(r)][1]
+                out.group[rows_r] = groups_of(
+                    held, out.slot[rows_r], levels, stream.default_level, stream.slot_s
+                )
     return out
 
 
@@ -331,17 +297,21 @@ def account_central(stream: StreamConfig, snap: Snapshot) -> Verdict:
     released = check_releases(stream.id, snap.releases, verdict, first_slot)
     check_early(stream.slot_s, released.at, first_slot, verdict)
     spend = audit_spend(stream.id, snap.audit, names)
-    hist = histories(snap.levels)
+    records = level_records(snap.levels)
     partials, partial_ts = first_partials(
         stream, snap.partials, snap.input_partitions, verdict.refused
     )
     lag = LEVEL_LAG_S + 2 * stream.slot_s + stream.grace_s
-    check_preferences(snap.preferences, hist, partial_ts, snap.input_partitions, lag, verdict)
-    vals = values(stream, snap, hist)
+    last = {user: recs[-1][1] for user, recs in records.items()}
+    check_preferences(
+        snap.preferences, last, names, partial_ts, snap.input_partitions, lag, verdict
+    )
+    vals = values(stream, snap, records, partials)
     judged = vals.slot >= first_slot
-    gap = judged & (vals.group < 0)
+    gap = judged & (vals.group == GAP)
     if gap.any():
         verdict.not_released["level_change"] += int(gap.sum())
+    verdict.unjudged = int((judged & (vals.group == UNKNOWN)).sum())
     counted = np.flatnonzero(judged & (vals.group >= 0))
     extra = _compare(stream, vals, np.flatnonzero(judged), partials, released, first_slot, verdict)
     _users(stream, levels, vals, counted, extra, spend, verdict)
@@ -425,8 +395,10 @@ def _explain(
     most ``excess`` of them, each one was counted there."""
     slot, part = key
     cand = rows[(vals.value[rows] == v) & (vals.group[rows] != g)]
+    if (vals.group[cand] == UNKNOWN).sum() >= excess - 0.5:
+        return []  # values whose group is not known could be these: nothing to say
     users = tuple(vals.users[int(u)] for u in vals.user[cand])
-    in_gap = bool((vals.group[cand] < 0).any())
+    in_gap = bool((vals.group[cand] == GAP).any())
     kind = "no_gap" if in_gap else ("wrong_group" if cand.shape[0] else "overcount")
     verdict.add(
         Violation(

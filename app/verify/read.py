@@ -32,6 +32,11 @@ class ReadError(ServiceError):
     """A topic could not be read to its end in time: raise ``--max-s`` or check the broker."""
 
 
+class RecordError(ServiceError):
+    """A record ``verify`` needs is malformed (the message names its topic, partition and
+    offset): no verdict is given rather than one that guesses around it."""
+
+
 class Msg(NamedTuple):
     """One Kafka record as the accountant needs it."""
 

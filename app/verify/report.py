@@ -37,6 +37,7 @@ def to_dict(verdict: Verdict, show_users: bool = False) -> dict[str, Any]:
         "values": {
             "released": round(verdict.released, 6),
             "not_released": dict(sorted(verdict.not_released.items())),
+            "not_judged": verdict.unjudged,
         },
         "privacy_unit": _unit(verdict),
         "refused_internal": dict(sorted(verdict.refused.items())),
@@ -95,6 +96,11 @@ def to_text(verdict: Verdict, show_users: bool = False) -> str:
         )
     for reason, n in sorted(verdict.not_released.items()):
         lines.append(f"  {what} not released ({reason}): {n}")
+    if verdict.unjudged:
+        lines.append(
+            f"  {what} not judged (the level history their slot was counted with was "
+            f"compacted away): {verdict.unjudged}"
+        )
     for reason, n in sorted(verdict.refused.items()):
         lines.append(f"  internal partials refused by the release agent ({reason}): {n}")
     if verdict.ok:

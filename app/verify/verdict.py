@@ -61,6 +61,9 @@ class Verdict:
     """Central: values that reached a release; local: device answers read."""
     not_released: Counter[str] = field(default_factory=Counter)
     """Central: values that did not, by reason; local: answers not accounted, by reason."""
+    unjudged: int = 0
+    """Central: values not judged because the level history the worker held for their slot
+    was compacted away (see :data:`app.verify.account.UNKNOWN`)."""
     slots: tuple[int, int, int] | None = None
     """First and last released slot, and how many distinct slots were released."""
     since: float | None = None
