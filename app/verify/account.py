@@ -60,7 +60,7 @@ from app.verify.levels import (
     in_force,
     level_records,
 )
-from app.verify.read import Msg, Snapshot
+from app.verify.read import Msg, RecordError, Snapshot
 from app.verify.rules import Level, groups_of
 from app.verify.units import UserSpend
 from app.verify.verdict import LevelSpend, Verdict, Violation
@@ -107,12 +107,15 @@ def check_releases(stream: str, msgs: list[Msg], verdict: Verdict, first_slot: i
     for m in msgs:
         if m.value is None:
             continue
-        rec = unpack(m.value)
+        rec = record(m, "releases")
         if rec.get("stream") != stream:
             continue
-        slot = int(rec["slot"])
+        try:
+            slot = int(rec["slot"])
+            at = float(rec.get("released_at", m.timestamp_ms / 1000))
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise malformed(m, "releases", exc) from None
         out.values.setdefault(slot, set()).add(m.value)
-        at = float(rec.get("released_at", m.timestamp_ms / 1000))
         out.at[slot] = min(out.at.get(slot, at), at)
         out.delayed[slot] = bool(rec.get("delayed", False))
     judged = sorted(s for s in out.values if s >= first_slot)
@@ -135,12 +138,36 @@ def audit_spend(stream: str, msgs: list[Msg], names: tuple[str, ...]) -> dict[in
     for m in msgs:
         if m.value is None:
             continue
-        rec = unpack(m.value)
-        if rec.get("stream") != stream or int(rec["slot"]) in out:
+        rec = record(m, "audit")
+        if rec.get("stream") != stream:
             continue
-        spent = rec.get("spent_by_group") or {}
-        out[int(rec["slot"])] = np.asarray([float(spent.get(n, 0.0)) for n in names])
+        try:
+            slot = int(rec["slot"])
+            spent = rec.get("spent_by_group") or {}
+            row = np.asarray([float(spent.get(n, 0.0)) for n in names])
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise malformed(m, "audit", exc) from None
+        out.setdefault(slot, row)
     return out
+
+
+def record(m: Msg, topic: str) -> dict[str, Any]:
+    """The msgpack map of a record the release agent wrote; :class:`RecordError` if it is not
+    one (nothing but the release agent writes these topics: garbage there is not judged)."""
+    try:
+        rec = unpack(m.value or b"")
+    except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
+        raise malformed(m, topic, exc) from None
+    if not isinstance(rec, dict):
+        raise malformed(m, topic, "not a map")
+    return rec
+
+
+def malformed(m: Msg, topic: str, why: object) -> RecordError:
+    return RecordError(
+        f"{topic} partition {m.partition} offset {m.offset}: malformed record ({why}); "
+        "verify does not judge around it"
+    )
 
 
 # -- values -------------------------------------------------------------------------------------
@@ -273,7 +300,11 @@ def first_partials(
             continue
         counts = np.asarray(rec.counts, dtype=np.float64)
         if counts.shape[0] != m * d:
-            continue  # the release agent refuses a partial of the wrong shape
+            refused["refused_shape"] += 1
+            continue
+        if not np.isfinite(counts).all() or (counts < 0).any():
+            refused["refused_range"] += 1
+            continue
         key = (rec.slot, rec.partition)
         at = msg.timestamp_ms / 1000
         if rec.partitions != partitions or not 0 <= key[1] < partitions:

@@ -53,7 +53,7 @@ def level_records(msgs: Iterable[Msg]) -> Records:
         try:
             user = m.key.decode("utf-8")
             history = _history(unpack(m.value))
-        except (ValueError, TypeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
             raise RecordError(
                 f"levels partition {m.partition} offset {m.offset}: malformed record ({exc}); "
                 "the level histories cannot be judged with it"

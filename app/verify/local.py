@@ -24,8 +24,8 @@ import numpy as np
 
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
-from app.stream.records import decode_report, unpack
-from app.verify.account import check_releases, levels_of
+from app.stream.records import decode_report
+from app.verify.account import check_releases, levels_of, malformed, record
 from app.verify.read import Snapshot
 from app.verify.verdict import LevelSpend, Verdict, Violation
 from app.verify.windows import Rows, two_groups, worst_windows
@@ -40,14 +40,18 @@ def request_eps(stream: StreamConfig, snap: Snapshot) -> dict[tuple[int, int], l
     for m in snap.requests:
         if m.value is None:
             continue
-        rec = unpack(m.value)
+        rec = record(m, "collection-requests")
         if rec.get("stream") != stream.id:
             continue
-        req = rec.get("request") or {}
-        if req.get("round") not in ROUNDS:
-            continue
-        key = (int(req["slot"]), ROUNDS.index(req["round"]))
-        out.setdefault(key, [float(e) for e in req.get("eps", [])])
+        try:
+            req = rec.get("request") or {}
+            if req.get("round") not in ROUNDS:
+                continue
+            key = (int(req["slot"]), ROUNDS.index(req["round"]))
+            eps = [float(e) for e in req.get("eps", [])]
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise malformed(m, "collection-requests", exc) from None
+        out.setdefault(key, eps)
     return out
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from app.stream.config import Settings, StreamConfig
 from app.verify.account import account_central
+from app.verify.fit import check_accounted, check_fit
 from app.verify.local import account_local
 from app.verify.read import Snapshot, read_snapshot
 from app.verify.units import check_unit
@@ -17,10 +18,18 @@ from app.verify.verdict import Verdict, Violation
 def judge(stream: StreamConfig, snap: Snapshot, others: Sequence[StreamConfig] = ()) -> Verdict:
     """The verdict on one stream of a snapshot (pure: no broker). A central stream's privacy
     unit is judged too, across the unit's central streams among ``others`` (the
-    deployment's streams), on the same snapshot."""
+    deployment's streams), on the same snapshot.
+
+    Raises :class:`~app.verify.fit.CannotJudge` when the topics were written with another
+    configuration or hold no value of the stream, and :class:`~app.verify.read.RecordError`
+    for a malformed record it needs."""
+    check_fit(stream, snap)
     if stream.local:
-        return account_local(stream, snap)
+        verdict = account_local(stream, snap)
+        check_accounted(verdict)
+        return verdict
     verdict = account_central(stream, snap)
+    check_accounted(verdict)
     if stream.unit is not None and verdict.spend_rows is not None:
         rows = {stream.id: verdict.spend_rows}
         members = {t.stream for t in stream.unit.terms}
@@ -58,9 +67,14 @@ def verify(
     :class:`~app.verify.read.ReadError` when a topic cannot be read to its end in ``max_s``.
     """
     from app.stream.kafka import confluent_config
+    from app.stream.ops.ledger_view import read_ledger
+    from app.stream.release.protocol import continued
     from app.stream.topics import load_topics
 
     stream = settings.stream(stream_id)
+    entry = read_ledger(settings, stream_id)
+    if entry is not None and entry.state is not None:
+        continued(stream, entry.state)  # StateMismatch: the ledger has another configuration
     bar = _bar if progress else None
     snap = read_snapshot(
         confluent_config(settings),

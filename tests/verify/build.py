@@ -101,7 +101,16 @@ class Topics:
         self.snap.releases.append(self._msg("releases", 0, int(at * 1000), b"s", raw))
 
     def audit(self, slot: int, spent: dict[str, float]) -> None:
-        raw = pack({"stream": self.stream.id, "slot": slot, "spent_by_group": spent})
+        levels = self.stream.levels
+        raw = pack(
+            {
+                "stream": self.stream.id,
+                "slot": slot,
+                "spent_by_group": spent,
+                "eps_by_group": {lv.name: lv.eps for lv in levels},
+                "w_by_group": {lv.name: lv.w for lv in levels},
+            }
+        )
         self.snap.audit.append(self._msg("audit", 0, 0, b"s", raw))
 
     def request(self, t: int, rnd: str, eps: list[float]) -> None:

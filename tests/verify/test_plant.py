@@ -19,12 +19,21 @@ CHANGE_AT = 1005.0
 """u1 asks for `loose` in slot 100: effective at 101, sits out 101..105, loose from 106."""
 
 
-def central(tmp_path: Path, late: bool = False) -> tuple[Topics, dict]:
-    """A clean central run: every user one value per slot, u1 moves to `loose`."""
+def central(
+    tmp_path: Path,
+    late: bool = False,
+    histories: dict[str, list[tuple[float, str | None]]] | None = None,
+    asked: list[tuple[str, str | None, float]] | None = None,
+) -> tuple[Topics, dict]:
+    """A clean central run: every user one value per slot, u1 moves to `loose` (``histories``
+    and ``asked``: the users' level records and preference records, if others)."""
     stream = stream_of(tmp_path, CENTRAL)
     t = Topics(stream)
-    t.preference("u1", "loose", CHANGE_AT)
-    t.levels("u1", [(CHANGE_AT, "loose")])
+    histories = {"u1": [(CHANGE_AT, "loose")]} if histories is None else histories
+    for user, level, at in [("u1", "loose", CHANGE_AT)] if asked is None else asked:
+        t.preference(user, level, at)
+    for user, changes in histories.items():
+        t.levels(user, changes)
     events = []
     for slot in SLOTS:
         for i, user in enumerate(USERS):
@@ -34,7 +43,7 @@ def central(tmp_path: Path, late: bool = False) -> tuple[Topics, dict]:
             t.event(user, ts + 0.1, (i + 1) % 3)  # a second value in the slot: not counted
     if late:  # a value appended after its slot's partial was sent: not released, no violation
         t.event("u9", 1051.0, 0, appended=1200.0)
-    parts = reference_partials(stream, events, {"u1": [(CHANGE_AT, "loose")]}, SLOTS)
+    parts = reference_partials(stream, events, histories, SLOTS)
     for slot in SLOTS:
         hist = [0.0] * stream.d
         for p in range(PARTITIONS):
@@ -118,7 +127,11 @@ def test_a_value_counted_in_the_wrong_group(tmp_path: Path):
     counts[d + v] += 1  # ... into loose
     replace_partial(t, 103, p, counts)
     verdict = judge(t.stream, t.snap)
-    assert "wrong_group" in verdict.kinds(), to_text(verdict)
+    # u2 (strict) counted loose in slot 103: one cell too many; u2 then sits in two groups
+    # next to 103 (102 -> 103 and 103 -> 104), and its strict window over 103 holds a loose
+    # spend (1/5 * 4 + 4/3 > 1)
+    assert verdict.counts == {"wrong_group": 1, "two_groups": 2, "overspend": 1}, to_text(verdict)
+    assert verdict.not_released["dropped"] == 1  # its strict value never reached a release
     found = [x for x in verdict.violations if x.kind == "wrong_group"]
     assert found[0].slots == (103,) and found[0].users == ("u2",)
     assert "u2" not in to_text(verdict)
@@ -149,7 +162,9 @@ def test_a_level_change_without_gap(tmp_path: Path):
     counts[d + v] += 1  # u1 counted as loose at once, in its gap's first slot
     replace_partial(t, 101, p, counts)
     verdict = judge(t.stream, t.snap)
-    assert "no_gap" in verdict.kinds(), to_text(verdict)
+    # one loose value in u1's gap; u1 strict in 100 then loose in 101: two groups, and its
+    # strict window from 100 spends 1/5 + 4/3 > 1
+    assert verdict.counts == {"no_gap": 1, "two_groups": 1, "overspend": 1}, to_text(verdict)
     assert "u1" in next(x for x in verdict.violations if x.kind == "no_gap").users
 
 
@@ -169,13 +184,22 @@ def test_a_missing_release(tmp_path: Path):
     assert verdict.not_released["unreleased"] > 0
 
 
-def test_a_backdated_and_a_missing_level_change(tmp_path: Path):
+def test_a_backdated_level_change(tmp_path: Path):
+    """u2's history says `loose` from 1001 (counted so: the partials follow it), asked at 1002."""
+    histories = {"u1": [(CHANGE_AT, "loose")], "u2": [(1001.0, "loose")]}
+    asked = [("u1", "loose", CHANGE_AT), ("u2", "loose", 1002.0)]
+    t, _ = central(tmp_path, histories=histories, asked=asked)
+    verdict = judge(t.stream, t.snap)
+    assert verdict.counts == {"level_backdated": 1}, to_text(verdict)
+    assert verdict.violations[0].users == ("u2",)
+
+
+def test_a_missing_level_change(tmp_path: Path):
     t, _ = central(tmp_path)
-    t.preference("u2", "loose", 1002.0)
-    t.levels("u2", [(1001.0, "loose")])  # effective before it was asked
     t.preference("u4", "loose", 1010.0)  # never applied, though partials came long after
     verdict = judge(t.stream, t.snap)
-    assert {"level_backdated", "level_missing"} <= verdict.kinds(), to_text(verdict)
+    assert verdict.counts == {"level_missing": 1}, to_text(verdict)
+    assert verdict.violations[0].users == ("u4",)
 
 
 def test_a_preference_read_late_is_no_violation(tmp_path: Path):
@@ -190,7 +214,7 @@ def test_since_judges_only_later_slots(tmp_path: Path):
     counts = list(parts[103, p])
     counts[v] += 1
     replace_partial(t, 103, p, counts)
-    assert "overcount" in judge(t.stream, t.snap).kinds()
+    assert judge(t.stream, t.snap).counts == {"overcount": 1}
     t.snap.since = 1040.0
     assert judge(t.stream, t.snap).ok
 
@@ -239,5 +263,8 @@ def test_a_rebalance_that_resets_levels(tmp_path: Path):
         counts[v] += 1  # ... into the default level
         replace_partial(t, slot, p, counts)
     verdict = judge(t.stream, t.snap)
-    assert "wrong_group" in verdict.kinds(), to_text(verdict)
+    # two cells moved: u1's rows (the loose ones the rules expect, the default ones the worker
+    # counted) alternate 107 L, 107 D, 108 L, 108 D, 109 L: four pairs of two groups; both
+    # levels' windows mix a loose and a default spend
+    assert verdict.counts == {"wrong_group": 2, "two_groups": 4, "overspend": 2}, to_text(verdict)
     assert {x.slots for x in verdict.violations if x.kind == "wrong_group"} == {(107,), (108,)}

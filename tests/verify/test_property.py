@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from app.stream.collect.partitioning import partition_for
 from app.stream.config import StreamConfig
 from app.verify import judge
+from app.verify.fit import CannotJudge
 from app.verify.report import to_text
 from tests.verify.build import CENTRAL, PARTITIONS, Topics, reference_partials, stream_of
 
@@ -69,7 +71,7 @@ def build(s: StreamConfig, evs, prefs) -> tuple[Topics, dict]:
     for slot in range(FIRST, FIRST + SLOTS):
         for p in range(PARTITIONS):
             t.partial(slot, p, parts[slot, p], sent=(slot + 1) * SLOT_S + 1.5)
-        t.release(slot, [float(slot)], at=(slot + 1) * SLOT_S + 2)
+        t.release(slot, [float(slot)] * s.d, at=(slot + 1) * SLOT_S + 2)
         t.audit(slot, {"strict": 1.0 / 5, "loose": 4.0 / 3})
     return t, parts
 
@@ -79,6 +81,10 @@ def build(s: StreamConfig, evs, prefs) -> tuple[Topics, dict]:
 def test_a_correct_run_passes(tmp_path: Path, evs, prefs):
     s = stream(tmp_path)
     t, _ = build(s, evs, prefs)
+    if not evs:  # nothing to account for: refused, never a clean verdict about nothing
+        with pytest.raises(CannotJudge, match="nothing to judge"):
+            judge(s, t.snap)
+        return
     verdict = judge(s, t.snap)
     assert verdict.ok, to_text(verdict, show_users=True)
     for lv in verdict.levels:
@@ -94,7 +100,7 @@ def test_one_planted_defect_is_found(tmp_path: Path, evs, prefs, data):
     kind = data.draw(st.sampled_from(["move", "add", "release"]))
     if kind == "release":
         slot = data.draw(st.integers(FIRST, FIRST + SLOTS - 1))
-        t.release(slot, [-1.0], at=9999.0)
+        t.release(slot, [-1.0] * s.d, at=9999.0)
         expected = {"release_differs"}
     else:
         user, ts, value = data.draw(st.sampled_from(evs))
