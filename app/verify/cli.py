@@ -100,9 +100,10 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--idle-s",
         type=float,
-        default=2.0,
+        default=0.0,
         metavar="S",
-        help="a topic is read to its end once nothing new came for S seconds (default 2)",
+        help="after reading each topic to the end it had when verify started, also wait until "
+        "nothing new came for S seconds (default 0: a live deployment is judged at once)",
     )
     p.add_argument(
         "--max-s",

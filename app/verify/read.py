@@ -1,11 +1,11 @@
 """Read what ``dpstream verify`` judges: a consistent snapshot of the topics of one deployment.
 
 Each topic is read with a confluent-kafka consumer on manual assignment (no group, nothing
-committed), from its beginning or from ``--since``, until every partition has reached the high
-watermark seen at the start *and* nothing new came for ``idle_s`` (Tansu under-reports high
-watermarks for multi-record batches, so the watermark alone is not trusted), at most ``max_s``
-per topic: a topic not read to its end in time is an error (:class:`ReadError`), never a
-partial verdict.
+committed), from its beginning or from ``--since``, to the end every partition had when the
+read began (its high watermark then; see :func:`_drain` for Tansu's), so a live deployment,
+whose topics never fall quiet, is read in one pass; ``idle_s > 0`` also waits until nothing
+new came for that long. At most ``max_s`` per topic: a topic not read to its end in time is an
+error (:class:`ReadError`), never a partial verdict.
 
 Order matters on a live deployment: outputs are read before the inputs that fed them
 (``partials``, ``releases``, ``audit``, ``levels``, ``collection-requests``, then
@@ -78,7 +78,7 @@ def read_snapshot(
     local: bool,
     since: float | None = None,
     margin_s: float = 120.0,
-    idle_s: float = 2.0,
+    idle_s: float = 0.0,
     max_s: float = 300.0,
     progress: Callable[[str, int], Any] | None = None,
 ) -> Snapshot:
@@ -106,7 +106,8 @@ def read_topic(
     max_s: float,
     progress: Callable[[str, int], Any] | None = None,
 ) -> tuple[list[Msg], int]:
-    """Every record of ``topic`` from ``start_ms`` (None: the beginning) to its end, and the
+    """Every record of ``topic`` from ``start_ms`` (None: the beginning) to the end it had when
+    the read started (then, with ``idle_s > 0``, until nothing new came for ``idle_s``), and the
     topic's partition count."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
@@ -128,46 +129,68 @@ def read_topic(
         else:
             wanted = [TopicPartition(topic, p, int(start_ms)) for p in parts]
             assignment = consumer.offsets_for_times(wanted, timeout=30)
-        highs: dict[int, int] = {}
+        ends: dict[int, int] = {}
         total = 0
         for tp in assignment:
             low, high = consumer.get_watermark_offsets(tp, timeout=30)
-            highs[tp.partition] = high
-            total += max(0, high - (tp.offset if tp.offset >= 0 else low))
-        consumer.assign(assignment)
-        bar = progress(topic, total) if progress is not None else None
-        out: list[Msg] = []
-        seen: dict[int, int] = {}
-        deadline = time.monotonic() + max_s
-        last = time.monotonic()
-        while True:
-            now = time.monotonic()
-            reached = all(seen.get(p, -1) + 1 >= h for p, h in highs.items() if h > 0) or all(
-                h <= 0 for h in highs.values()
+            first = (
+                tp.offset if tp.offset >= 0 else (low if tp.offset == OFFSET_BEGINNING else high)
             )
-            if reached and now - last >= idle_s:
-                break
-            if now > deadline:
-                raise ReadError(
-                    f"{topic} not read to its end in {max_s:g} s ({len(out)} records read): "
-                    "raise --max-s, or check the broker"
-                )
-            batch = consumer.consume(num_messages=5000, timeout=0.2)
-            got = 0
-            for m in batch:
-                if m.error():
-                    continue
-                p, off = int(m.partition() or 0), int(m.offset() or 0)
-                seen[p] = max(seen.get(p, -1), off)
-                out.append(Msg(p, off, m.timestamp()[1], m.key(), m.value()))
-                got += 1
-            if got:
-                last = time.monotonic()
-                if bar is not None:
-                    bar.update(got)
+            if high > first:
+                ends[tp.partition] = high
+                total += high - first
+        reading = [tp for tp in assignment if tp.partition in ends]
+        consumer.assign(reading)
+        bar = progress(topic, total) if progress is not None else None
+        out = _drain(consumer, topic, ends, idle_s, max_s, bar)
         if bar is not None:
             bar.close()
         out.sort(key=lambda m: (m.partition, m.offset))
         return out, len(parts)
     finally:
         consumer.close()
+
+
+def _drain(
+    consumer: Any, topic: str, ends: dict[int, int], idle_s: float, max_s: float, bar: Any
+) -> list[Msg]:
+    """Consume until every partition of ``ends`` is read to its end.
+
+    A partition's end is its high watermark at the start, raised once to the watermark of the
+    first fetch response that reaches it: Tansu lists a partition's end as the first offset of
+    its last record batch plus one, while its fetch responses carry the true one, so the end
+    is the one the partition had when the read began on either broker.
+    """
+    from confluent_kafka import TopicPartition
+
+    out: list[Msg] = []
+    seen: dict[int, int] = {}
+    confirmed: set[int] = set()
+    deadline = time.monotonic() + max_s
+    last = time.monotonic()
+    while True:
+        now = time.monotonic()
+        reached = all(seen.get(p, -1) + 1 >= end for p, end in ends.items())
+        if reached and now - last >= idle_s:
+            return out
+        if now > deadline:
+            raise ReadError(
+                f"{topic} not read to its end in {max_s:g} s ({len(out)} records read): "
+                "raise --max-s, or check the broker"
+            )
+        got = 0
+        for m in consumer.consume(num_messages=5000, timeout=0.2):
+            if m.error():
+                continue
+            p, off = int(m.partition() or 0), int(m.offset() or 0)
+            if p not in confirmed:
+                confirmed.add(p)
+                fetched = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)
+                ends[p] = max(ends[p], int(fetched[1]))
+            seen[p] = max(seen.get(p, -1), off)
+            out.append(Msg(p, off, m.timestamp()[1], m.key(), m.value()))
+            got += 1
+        if got:
+            last = time.monotonic()
+            if bar is not None:
+                bar.update(got)

@@ -57,7 +57,7 @@ def verify(
     settings: Settings,
     stream_id: str,
     since: float | None = None,
-    idle_s: float = 2.0,
+    idle_s: float = 0.0,
     max_s: float = 300.0,
     progress: bool = False,
 ) -> Verdict:
