@@ -194,13 +194,20 @@ def values(
     partition)``, whose Kafka time picks the level record in force for the slot)."""
     domains = {stream.id: Domain.of(stream)}
     index: dict[str, int] = {}
+    home: dict[bytes, int] = {}  # each key's partition, hashed once (users repeat)
     cols: list[tuple[int, float, int, float, int, float]] = []
     for m in snap.events:
         try:
             _, name, ts, raw = decode_event(m.value, domains)
         except BadEvent:
             continue
-        if m.key != name.encode() or partition_for(m.key, snap.input_partitions) != m.partition:
+        key = name.encode()
+        if m.key != key:
+            continue
+        p = home.get(key)
+        if p is None:
+            p = home[key] = partition_for(key, snap.input_partitions)
+        if p != m.partition:
             continue
         if isinstance(raw, tuple):  # a sum stream: (index, amount), clipped to alpha
             idx, weight = raw[0], min(raw[1], float(stream.alpha or 0.0))
@@ -259,8 +266,7 @@ def _first_values(user: IntArray, slot: IntArray, value: IntArray, l_max: int) -
     distinct values."""
     if user.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    base = np.stack([user, slot - slot.min()] + ([value] if l_max > 1 else []), axis=1)
-    _, first = np.unique(base, axis=0, return_index=True)
+    first, _ = distinct(user, slot, *([value] if l_max > 1 else []))
     first = np.sort(first)
     if l_max == 1:
         return first
@@ -270,6 +276,24 @@ def _first_values(user: IntArray, slot: IntArray, value: IntArray, l_max: int) -
     starts = np.flatnonzero(new)
     rank = np.arange(order.shape[0]) - np.repeat(starts, np.diff(np.append(starts, order.shape[0])))
     return np.sort(order[rank < l_max])
+
+
+def distinct(*cols: IntArray) -> tuple[IntArray, IntArray]:
+    """Rows given as columns: the index of the first row (in row order) of each distinct row,
+    the distinct rows in lexicographic order (first column first), and each row's number among
+    them (``np.unique(..., axis=0)``'s index and inverse, without its per-row byte views)."""
+    n = cols[0].shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order = np.lexsort(tuple(reversed(cols)))  # stable: equal rows keep their order
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for c in cols:
+        sorted_c = c[order]
+        new[1:] |= sorted_c[1:] != sorted_c[:-1]
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
 
 
 # -- partials -----------------------------------------------------------------------------------
@@ -367,9 +391,9 @@ def _compare(
     """Step 4: compare the expected cells with the first partials; return the ``(user, slot,
     group)`` rows the worker's extra counts can only be explained by."""
     m, d = len(stream.levels), stream.d
-    pairs = np.stack([vals.slot[judged], vals.partition[judged]], axis=1).reshape(-1, 2)
-    keys, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    slots, parts = vals.slot[judged], vals.partition[judged]
+    first, inverse = distinct(slots, parts)
+    keys = np.stack([slots[first], parts[first]], axis=1).reshape(-1, 2)
     expected = np.zeros((keys.shape[0], m, d))
     late = np.zeros((keys.shape[0], m, d))
     g, v, w = vals.group[judged], vals.value[judged], vals.weight[judged]
@@ -460,11 +484,15 @@ def _users(
     user = np.concatenate([vals.user[counted], ex[:, 0]])
     slot = np.concatenate([vals.slot[counted], ex[:, 1]])
     group = np.concatenate([vals.group[counted], ex[:, 2]])
-    trio = np.unique(np.stack([user, slot, group], axis=1), axis=0).reshape(-1, 3)
-    user, slot, group = trio[:, 0], trio[:, 1], trio[:, 2]
-    zero = np.zeros(len(levels))
-    cost = np.asarray([spend.get(int(s), zero)[int(gi)] for s, gi in zip(slot, group, strict=True)])
-    rows = Rows.of(user, slot, group, cost.astype(np.float64).reshape(-1))
+    first, _ = distinct(user, slot, group)
+    user, slot, group = user[first], slot[first], group[first]
+    cost = np.zeros(slot.shape[0])
+    if spend and slot.shape[0]:  # the audit's spend of each row's slot and group (0: none)
+        audited = np.asarray(sorted(spend), dtype=np.int64)
+        table = np.stack([spend[int(s)] for s in audited])
+        at = np.clip(np.searchsorted(audited, slot), 0, audited.shape[0] - 1)
+        cost = np.where(audited[at] == slot, table[at, group], 0.0)
+    rows = Rows.of(user, slot, group, cost.astype(np.float64))
     for u, sa, ga, sb, gb in two_groups(rows, levels):
         verdict.add(
             Violation(
