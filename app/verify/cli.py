@@ -1,7 +1,8 @@
 """The ``dpstream verify`` verb: a per-user accountant over a deployment's topics.
 
 Exit codes: 0 no violation, 1 a violation (the report says which), 2 a usage, configuration or
-broker error (one line on stderr). Heavy imports happen inside the handler.
+broker error, a malformed record, or a verdict refused (:mod:`app.verify.fit`): one line on
+stderr, whatever went wrong (1 is never a crash). Heavy imports happen inside the handler.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def _verify(args: argparse.Namespace) -> int:
         )
     except ServiceError as exc:
         print(f"dpstream verify: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except Exception as exc:  # noqa: BLE001 - exit 1 means a violation, never a crash
+        print(f"dpstream verify: cannot judge ({type(exc).__name__}: {exc})", file=sys.stderr)
         return EXIT_CONFIG
     out = to_json(verdict, args.show_users) if args.json else to_text(verdict, args.show_users)
     print(out, flush=True)

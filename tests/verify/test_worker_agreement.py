@@ -166,3 +166,26 @@ def test_a_burst_of_flips_truncates_the_record_and_verify_stays_clean(tmp_path):
     assert verdict.ok, [(v.kind, v.detail) for v in verdict.violations]
     assert verdict.not_released.get("level_change", 0) > 0
     assert "dropped" not in verdict.not_released
+
+
+def test_a_user_counted_loose_before_the_first_change_its_last_record_keeps(tmp_path):
+    """Issue 31 §5's start-up gap: u1 goes `loose` (counted so after its gap), then flips more
+    often than a record keeps. Its last record starts with a later flip, and read alone (as
+    verify did) says u1 was counted nowhere before it, then sat out ``max`` of every ``w`` (7
+    slots, where the full history's gap was 4): the worker was right, verify judges each slot
+    with the record in force when it closed."""
+    stream = stream_of(tmp_path, YAML)
+    ops: list[tuple] = [("pref", "u1", 1, 0.5)]
+    for _ in range(12):
+        ops += [("event", u, 0.5) for u in USERS] + [("tick", 10.0)]
+    ops += [("burst", "u1", KEEP_CHANGES + 3)]
+    for _ in range(12):
+        ops += [("event", u, 0.5) for u in USERS] + [("tick", 10.0)]
+    dep = play(stream, ops)
+    records = [msgpack.unpackb(m.value) for m in dep.snap.levels if m.key == b"u1"]
+    assert records[-1]["truncated"] and not records[0]["truncated"]
+    verdict = judge(stream, dep.snap)
+    assert verdict.ok, [(v.kind, v.detail) for v in verdict.violations]
+    loose = [lv for lv in verdict.levels if lv.name == "loose"][0]
+    assert loose.users == 1  # u1, counted loose between its first change and the burst
+    assert "dropped" not in verdict.not_released
