@@ -178,18 +178,18 @@ def _drain(
                 f"{topic} not read to its end in {max_s:g} s ({len(out)} records read): "
                 "raise --max-s, or check the broker"
             )
-        got = 0
+        got = len(out)
         for m in consumer.consume(num_messages=5000, timeout=0.2):
             if m.error():
                 continue
-            p, off = int(m.partition() or 0), int(m.offset() or 0)
+            p, off = m.partition(), m.offset()
             if p not in confirmed:
                 confirmed.add(p)
                 fetched = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)
                 ends[p] = max(ends[p], int(fetched[1]))
-            seen[p] = max(seen.get(p, -1), off)
+            seen[p] = off  # a partition's records come in offset order
             out.append(Msg(p, off, m.timestamp()[1], m.key(), m.value()))
-            got += 1
+        got = len(out) - got
         if got:
             last = time.monotonic()
             if bar is not None:
