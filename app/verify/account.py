@@ -59,6 +59,7 @@ from app.verify.levels import (
     complete,
     in_force,
     level_records,
+    offset_marks,
 )
 from app.verify.read import Msg, RecordError, Snapshot
 from app.verify.rules import Level, groups_of
@@ -352,14 +353,21 @@ def account_central(stream: StreamConfig, snap: Snapshot) -> Verdict:
     released = check_releases(stream.id, snap.releases, verdict, first_slot)
     check_early(stream.slot_s, released.at, first_slot, verdict)
     spend = audit_spend(stream.id, snap.audit, names)
-    records = level_records(snap.levels)
+    records = level_records(snap.levels, snap.input_partitions)
     partials, partial_ts = first_partials(
         stream, snap.partials, snap.input_partitions, verdict.refused
     )
     lag = LEVEL_LAG_S + 2 * stream.slot_s + stream.grace_s
     last = {user: recs[-1][1] for user, recs in records.items()}
     check_preferences(
-        snap.preferences, last, names, partial_ts, snap.input_partitions, lag, verdict
+        snap.preferences,
+        last,
+        names,
+        offset_marks(snap.levels),
+        partial_ts,
+        snap.input_partitions,
+        lag,
+        verdict,
     )
     vals = values(stream, snap, records, partials)
     judged = vals.slot >= first_slot

@@ -16,8 +16,12 @@ slot of a user with many changes is an *earlier* record, not the last one. So:
   asked for on ``preferences`` (a truncated one: the tail of them).
 
 A request is judged as the worker reads it: a record in a partition its key does not hash to is
-dead-lettered by the worker and changes nothing, and a level name that no level of the stream
-has may be stored as the default level (``None``, the worker codes a bounded number of names).
+dead-lettered by the worker and changes nothing, so is one stamped past the horizon when the
+worker read it (the offset markers say by when it had), and a level name that no level of the
+stream has may be stored as the default level (``None``: the worker codes a bounded number of
+names). A ``levels`` record the worker refuses (malformed, a user's outside its key's
+partition, a marker of another partition or an unknown one) is a
+:class:`~app.verify.read.RecordError` here.
 """
 
 from __future__ import annotations
@@ -38,28 +42,66 @@ from app.verify.verdict import Verdict, Violation
 
 OFFSET_PREFIX = b"\x00"
 """``levels`` keys starting with this byte are offset markers, not users."""
+OFFSET_KEY = b"\x00offset:"
+"""Key prefix of an offset marker, followed by the ``preferences`` partition."""
+SKEW_S = 60.0
+"""The least any stream's horizon lies ahead of the wall clock (``MAX_SKEW_S``, or two slots
+when longer): a preference stamped further ahead than this of when the worker read it may
+have been refused (``bad_time``), so it is not owed."""
 
 Change = tuple[float, str | None]
 Records = dict[str, list[tuple[float, History]]]
 """Per user, its history records ``(Kafka time in s, history)`` in offset order."""
 
 
-def level_records(msgs: Iterable[Msg]) -> Records:
-    """Every user's history records (see the module docstring)."""
+def level_records(msgs: Iterable[Msg], partitions: int) -> Records:
+    """Every user's history records (see the module docstring); ``partitions``: the
+    ``events`` topic's, which a user's records share."""
     out: Records = defaultdict(list)
     for m in msgs:
-        if m.key is None or m.key.startswith(OFFSET_PREFIX) or m.value is None:
+        if m.key is not None and m.key.startswith(OFFSET_PREFIX):
+            if not m.key.startswith(OFFSET_KEY):
+                raise _malformed(m, "an unknown marker")
+            continue
+        if m.key is None or m.value is None:
             continue
         try:
             user = m.key.decode("utf-8")
             history = _history(unpack(m.value))
+            if partition_for(m.key, partitions) != m.partition:
+                raise ValueError("a user's record outside its key's partition")
         except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
-            raise RecordError(
-                f"levels partition {m.partition} offset {m.offset}: malformed record ({exc}); "
-                "the level histories cannot be judged with it"
-            ) from None
+            raise _malformed(m, exc) from None
         out[user].append((m.timestamp_ms / 1000, history))
     return dict(out)
+
+
+def offset_marks(msgs: Iterable[Msg]) -> dict[int, list[tuple[int, float]]]:
+    """Per ``preferences`` partition, the offset markers in offset order: ``(the next offset
+    to apply, Kafka time of the marker in s)``; the worker had read every record below the
+    offset when it saved the marker."""
+    out: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for m in msgs:
+        if m.key is None or not m.key.startswith(OFFSET_KEY) or m.value is None:
+            continue
+        try:
+            digits = m.key[len(OFFSET_KEY) :]
+            if not digits.isdigit() or int(digits) != m.partition:
+                raise ValueError("an offset marker of another partition")
+            offset = unpack(m.value)["offset"]
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                raise ValueError("the offset is not a non-negative integer")
+        except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
+            raise _malformed(m, exc) from None
+        out[m.partition].append((offset, m.timestamp_ms / 1000))
+    return dict(out)
+
+
+def _malformed(m: Msg, exc: object) -> RecordError:
+    return RecordError(
+        f"levels partition {m.partition} offset {m.offset}: malformed record ({exc}); "
+        "the level histories cannot be judged with it"
+    )
 
 
 def _history(rec: Any) -> History:
@@ -111,6 +153,7 @@ def check_preferences(
     msgs: list[Msg],
     hist: dict[str, History],
     names: tuple[str, ...],
+    marks: dict[int, list[tuple[int, float]]],
     partial_ts: dict[int, float],
     partitions: int,
     lag_s: float,
@@ -119,7 +162,8 @@ def check_preferences(
     """Every level change a user asked for on ``preferences`` (in offset order; a tombstone or
     a bad value asks for the default level; asking for the level one already has changes
     nothing) is in the user's history ``hist``, in order, effective at or after the record's
-    Kafka time (``level_backdated`` otherwise). A request absent from the history is
+    Kafka time (``level_backdated`` otherwise). Owed are the requests the worker read and
+    kept (:func:`_read_in_time`; in their key's partition). A request absent from the history is
     ``level_missing`` once a partial of the user's partition was sent ``lag_s`` after it
     (``partial_ts``: per events partition, the Kafka time of its last partial, in seconds):
     before that the worker may not have read it yet.
@@ -132,9 +176,10 @@ def check_preferences(
     for m in msgs:
         if m.key is None or partition_for(m.key, partitions) != m.partition:
             continue  # the worker dead-letters a preference outside its key's partition
-        asked[m.key.decode("utf-8", "replace")].append(
-            (m.timestamp_ms / 1000, decode_preference(m.value))
-        )
+        at = m.timestamp_ms / 1000
+        if not _read_in_time(at, m, marks):
+            continue
+        asked[m.key.decode("utf-8", "replace")].append((at, decode_preference(m.value)))
     for user, wants in asked.items():
         h = hist.get(user, History(()))
         p = partition_for(user.encode(), partitions)
@@ -149,6 +194,14 @@ def check_preferences(
             found = _match_tail(user, wants, h.changes, names, required)
         for v in found:
             verdict.add(v)
+
+
+def _read_in_time(at: float, m: Msg, marks: dict[int, list[tuple[int, float]]]) -> bool:
+    """Whether a preference stamped ``at`` is owed: the worker recorded reading it (an offset
+    marker past it), and no later than ``at - SKEW_S`` (else it was stamped past the horizon
+    when read, and may have been refused)."""
+    read_by = next((t for offset, t in marks.get(m.partition, ()) if offset > m.offset), None)
+    return read_by is not None and at <= read_by + SKEW_S
 
 
 def _same(asked: str | None, stored: str | None, names: tuple[str, ...]) -> bool:

@@ -84,6 +84,17 @@ class Topics:
         raw = pack({"changes": [[at, lv] for at, lv in changes], "truncated": False})
         self.snap.levels.append(self._msg("levels", p, 0, user.encode(), raw))
 
+    def read_preferences(self, at: float) -> None:
+        """The worker's offset markers on ``levels`` at time ``at``: it has read every
+        ``preferences`` record written so far."""
+        for p in range(PARTITIONS):
+            n = self._offsets["preferences", p]
+            if n:
+                key = b"\x00offset:" + str(p).encode()
+                self.snap.levels.append(
+                    self._msg("levels", p, int(at * 1000), key, pack({"offset": n}))
+                )
+
     def partial(self, slot: int, partition: int, counts: list[int], sent: float) -> None:
         raw = Partial(self.stream.id, slot, partition, PARTITIONS, counts).encode()
         self.snap.partials.append(self._msg("partials", 0, int(sent * 1000), b"s", raw))

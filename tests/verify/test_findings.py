@@ -30,6 +30,7 @@ def test_a_preference_outside_its_partition_changes_nothing(tmp_path: Path):
     verdict = judge(t.stream, t.snap)
     assert verdict.ok, to_text(verdict)
     t.preference("u4", "loose", 1010.0)  # the same request in its own partition is owed
+    t.read_preferences(1011.0)
     assert judge(t.stream, t.snap).counts == {"level_missing": 1}
 
 
@@ -42,13 +43,14 @@ def test_a_truncated_history_holds_the_tail_of_the_requests(tmp_path: Path):
     histories = {"u1": [(CHANGE_AT, "loose")], "u5": kept}
     t, _ = central(tmp_path, histories=histories, asked=[("u1", "loose", CHANGE_AT), *flips])
     # the record as the worker writes it: truncated
-    last = t.snap.levels.pop()
-    rec = msgpack.unpackb(last.value)
-    t.snap.levels.append(last._replace(value=pack({**rec, "truncated": True})))
+    i = next(i for i, m in enumerate(t.snap.levels) if m.key == b"u5")
+    rec = msgpack.unpackb(t.snap.levels[i].value)
+    t.snap.levels[i] = t.snap.levels[i]._replace(value=pack({**rec, "truncated": True}))
     verdict = judge(t.stream, t.snap)
     assert verdict.ok, to_text(verdict)
     assert verdict.not_released["level_change"] == 5 + 5  # u1's gap and u5's (100..104)
     t.preference("u5", "loose", 1012.0)  # after the kept tail, never applied
+    t.read_preferences(1013.0)
     assert judge(t.stream, t.snap).counts == {"level_missing": 1}
 
 
@@ -61,6 +63,7 @@ def test_a_slot_is_judged_with_the_record_in_force_when_it_closed(tmp_path: Path
     later = pack({"changes": [[1100.0, "strict"]], "truncated": True})
     t.snap.levels.append(t._msg("levels", first.partition, 1_200_000, b"u1", later))
     t.preference("u1", "strict", 1100.0)
+    t.read_preferences(1100.0)
     verdict = judge(t.stream, t.snap)
     assert verdict.ok, to_text(verdict)
     assert verdict.not_released["level_change"] == 5  # u1's gap 101..105, as before
@@ -68,11 +71,13 @@ def test_a_slot_is_judged_with_the_record_in_force_when_it_closed(tmp_path: Path
 
 def test_a_history_compacted_away_is_not_judged_and_said(tmp_path: Path):
     """The only record left of u1 is truncated and stamped after every slot closed, and the
-    topic has a hole (compacted): what u1 was counted with is unknown, its values not judged."""
+    topic has a hole (compacted; here offset 0 is gone): what u1 was counted with is unknown,
+    its values not judged."""
     t, _ = central(tmp_path)
-    rec = t.snap.levels[-1]
-    t.snap.levels[-1] = rec._replace(
-        offset=7,  # offsets 0..6 compacted away
+    i = next(i for i, m in enumerate(t.snap.levels) if m.key == b"u1")
+    rec = t.snap.levels[i]
+    t.snap.levels[i] = rec._replace(
+        offset=rec.offset + 100,  # the offsets below compacted away
         timestamp_ms=5_000_000,
         value=pack({"changes": [[CHANGE_AT, "loose"]], "truncated": True}),
     )
@@ -144,3 +149,44 @@ def test_nothing_to_account_for_is_refused(tmp_path: Path):
     t.event(USERS[0], 1001.0, 0)  # one value, not released yet: judged
     verdict = judge(stream, t.snap)
     assert verdict.ok and verdict.not_released == {"unclosed": 1}
+
+
+def test_a_preference_stamped_past_the_horizon_is_not_owed(tmp_path: Path):
+    """The worker refuses a preference stamped further ahead than its streams' horizon when it
+    reads it (``bad_time``): read at 1011 (the offset marker's time), stamped 1011 + 61."""
+    t, _ = central(tmp_path)
+    t.preference("u4", "loose", 1011.0 + 61.0)
+    t.read_preferences(1011.0)
+    assert judge(t.stream, t.snap).ok
+    t.preference("u6", "loose", 1011.0 + 59.0)  # within the horizon: owed
+    t.read_preferences(1011.0)
+    verdict = judge(t.stream, t.snap)
+    assert verdict.counts == {"level_missing": 1} and verdict.violations[0].users == ("u6",)
+
+
+def test_a_user_record_outside_its_partition_refuses_the_verdict(tmp_path: Path):
+    """The worker refuses it (``bad_levels``): verify does not judge around it either."""
+    t, _ = central(tmp_path)
+    home = partition_for(b"u3", PARTITIONS)
+    raw = pack({"changes": [[0.0, "loose"]], "truncated": False})
+    t.snap.levels.append(t._msg("levels", (home + 1) % PARTITIONS, 0, b"u3", raw))
+    with pytest.raises(RecordError, match="outside its key's partition"):
+        judge(t.stream, t.snap)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        (b"\x00offset:x", pack({"offset": 3}), "another partition"),
+        (b"\x00offset:1", pack({"offset": 3}), "another partition"),  # written to partition 0
+        (b"\x00offset:0", pack({"offset": -1}), "non-negative"),
+        (b"\x00offset:0", pack({"at": 3}), "malformed record"),
+        (b"\x00other", pack({"offset": 3}), "unknown marker"),
+    ],
+)
+def test_a_malformed_marker_refuses_the_verdict(tmp_path: Path, key, value, why):
+    t, _ = central(tmp_path)
+    t.snap.levels.append(t._msg("levels", 0, 0, key, value))
+    with pytest.raises(RecordError, match=why) as err:
+        judge(t.stream, t.snap)
+    assert "levels partition 0 offset" in str(err.value)

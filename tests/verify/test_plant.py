@@ -34,6 +34,7 @@ def central(
         t.preference(user, level, at)
     for user, changes in histories.items():
         t.levels(user, changes)
+    t.read_preferences(CHANGE_AT + 1)
     events = []
     for slot in SLOTS:
         for i, user in enumerate(USERS):
@@ -197,6 +198,8 @@ def test_a_backdated_level_change(tmp_path: Path):
 def test_a_missing_level_change(tmp_path: Path):
     t, _ = central(tmp_path)
     t.preference("u4", "loose", 1010.0)  # never applied, though partials came long after
+    assert judge(t.stream, t.snap).ok  # not owed before the worker says it read it
+    t.read_preferences(1011.0)
     verdict = judge(t.stream, t.snap)
     assert verdict.counts == {"level_missing": 1}, to_text(verdict)
     assert verdict.violations[0].users == ("u4",)
@@ -205,6 +208,7 @@ def test_a_missing_level_change(tmp_path: Path):
 def test_a_preference_read_late_is_no_violation(tmp_path: Path):
     t, _ = central(tmp_path)
     t.preference("u4", "loose", 1095.0)  # the last partials came 10 s after it
+    t.read_preferences(1096.0)
     assert judge(t.stream, t.snap).ok
 
 

@@ -62,6 +62,7 @@ def build(s: StreamConfig, evs, prefs) -> tuple[Topics, dict]:
             h.append((at, level))
     for name, h in histories.items():
         t.levels(name, h)
+    t.read_preferences(FIRST * SLOT_S - 30)  # read at once: every request owed
     order = []
     for user, ts, value in evs:
         t.event(f"u{user}", ts, value)

@@ -103,6 +103,11 @@ class Deployment:
                 self._msg("levels", t_ms, user.encode(), pack(history.to_dict()))
             )
         self.changed.clear()
+        read = self.offsets.get("preferences", 0)
+        if read:  # the offset marker: every preference so far was read
+            self.snap.levels.append(
+                self._msg("levels", t_ms, b"\x00offset:0", pack({"offset": read}))
+            )
         self.c.observe_fetch(0, self.now - 2.0, at_end=True, gap_s=100)
         self.c.observe_fetch(0, self.now, at_end=True, gap_s=100)
         for partial in self.c.flush()[0]:
