@@ -194,34 +194,30 @@ def values(
     """Step 3 of the module docstring (``partials``: the first partial per ``(slot,
     partition)``, whose Kafka time picks the level record in force for the slot)."""
     domains = {stream.id: Domain.of(stream)}
-    index: dict[str, int] = {}
-    home: dict[bytes, int] = {}  # each key's partition, hashed once (users repeat)
+    seen: dict[str, tuple[bytes, int, int]] = {}  # per user: key, partition (hashed once), index
     cols: list[tuple[int, float, int, float, int, float]] = []
     for m in snap.events:
         try:
             _, name, ts, raw = decode_event(m.value, domains)
         except BadEvent:
             continue
-        key = name.encode()
-        if m.key != key:
-            continue
-        p = home.get(key)
-        if p is None:
-            p = home[key] = partition_for(key, snap.input_partitions)
-        if p != m.partition:
+        known = seen.get(name)
+        if known is None:
+            key = name.encode()
+            known = seen[name] = (key, partition_for(key, snap.input_partitions), len(seen))
+        if m.key != known[0] or m.partition != known[1]:
             continue
         if isinstance(raw, tuple):  # a sum stream: (index, amount), clipped to alpha
             idx, weight = raw[0], min(raw[1], float(stream.alpha or 0.0))
         else:
             idx, weight = raw, 1.0
-        u = index.setdefault(name, len(index))
-        cols.append((u, ts, idx, weight, m.partition, m.timestamp_ms / 1000))
+        cols.append((known[2], ts, idx, weight, m.partition, m.timestamp_ms / 1000))
     arr = np.asarray(cols, dtype=np.float64).reshape(-1, 6)
     user = arr[:, 0].astype(np.int64)
     slot = np.floor(arr[:, 1] / stream.slot_s).astype(np.int64)  # rules.slot_of, vectorized
     value = arr[:, 2].astype(np.int64)
     keep = _first_values(user, slot, value, stream.max_values)
-    users = list(index)
+    users = list(seen)
     out = Values(
         users,
         user[keep],

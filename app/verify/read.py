@@ -164,6 +164,7 @@ def _drain(
     from confluent_kafka import TopicPartition
 
     out: list[Msg] = []
+    new = tuple.__new__  # Msg(...) without its Python-level constructor: one per record
     seen: dict[int, int] = {}
     confirmed: set[int] = set()
     deadline = time.monotonic() + max_s
@@ -188,7 +189,7 @@ def _drain(
                 fetched = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)
                 ends[p] = max(ends[p], int(fetched[1]))
             seen[p] = off  # a partition's records come in offset order
-            out.append(Msg(p, off, m.timestamp()[1], m.key(), m.value()))
+            out.append(new(Msg, (p, off, m.timestamp()[1], m.key(), m.value())))
         got = len(out) - got
         if got:
             last = time.monotonic()
