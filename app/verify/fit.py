@@ -4,15 +4,13 @@ written with, and a judgement over no value at all.
 Both would otherwise print a verdict about nothing: a streams file with other levels or labels
 than the deployment's reads none of its values (or puts them in the wrong groups) and reports
 "no violation" with 0 values accounted, a false all-clear. So the configuration is checked
-against what the release agent wrote (every ``audit`` record of the stream names its levels
-with their ``w`` and ``eps``, every ``releases`` record has ``d`` bins), and a verdict that
+against what the release agent wrote (every ``audit`` record of the stream names its levels,
+every ``releases`` record has ``d`` bins; the ledger's fingerprint, checked by
+:func:`app.verify.run.verify`, covers the mechanism and its parameters), and a verdict that
 accounts for no value is refused. Both are :class:`CannotJudge` (one line, exit 2).
 """
 
 from __future__ import annotations
-
-import math
-from typing import Any
 
 from app.stream.config import StreamConfig
 from app.stream.errors import ServiceError
@@ -29,23 +27,25 @@ class CannotJudge(ServiceError):
 
 
 def check_fit(stream: StreamConfig, snap: Snapshot) -> None:
-    """:class:`CannotJudge` when an ``audit`` or ``releases`` record of the stream was written
-    with other levels or another number of labels than ``stream`` has."""
-    levels = {lv.name: (int(lv.w), float(lv.eps)) for lv in stream.levels}
+    """:class:`CannotJudge` when an ``audit`` record of the stream names other levels, or a
+    ``releases`` record has another number of labels, than ``stream`` has. (Their ``w`` and
+    ``eps`` are the mechanism's parameters, which the ledger's fingerprint covers: the audit's
+    window figures are the mechanism's, not always the level's own ``w``.)"""
+    names = [lv.name for lv in stream.levels]
     for m in snap.audit:
         if m.value is None:
             continue
         rec = record(m, "audit")
         if rec.get("stream") != stream.id:
             continue
-        theirs = _levels(rec, m)
-        if theirs.keys() != levels.keys() or any(
-            theirs[n][0] != w or not math.isclose(theirs[n][1], eps, rel_tol=1e-9)
-            for n, (w, eps) in levels.items()
-        ):
+        spent = rec.get("spent_by_group")
+        if not isinstance(spent, dict):
+            raise malformed(m, "audit", "no spent_by_group")
+        if sorted(map(str, spent)) != sorted(names):
             raise CannotJudge(
-                f"stream {stream.id}: the topics were written with levels {_show(theirs)} "
-                f"(audit slot {rec.get('slot')}), this configuration has {_show(levels)}; {HINT}"
+                f"stream {stream.id}: the topics were written with levels "
+                f"{', '.join(map(str, spent))} (audit slot {rec.get('slot')}), this "
+                f"configuration has {', '.join(names)}; {HINT}"
             )
     for m in snap.releases:
         if m.value is None:
@@ -61,20 +61,6 @@ def check_fit(stream: StreamConfig, snap: Snapshot) -> None:
                 f"stream {stream.id}: the topics hold releases of {len(histogram)} labels "
                 f"(slot {rec.get('slot')}), this configuration has {stream.d}; {HINT}"
             )
-
-
-def _levels(rec: dict[str, Any], m: Any) -> dict[str, tuple[int, float]]:
-    w, eps = rec.get("w_by_group"), rec.get("eps_by_group")
-    if not isinstance(w, dict) or not isinstance(eps, dict) or w.keys() != eps.keys():
-        raise malformed(m, "audit", "no levels with w and eps")
-    try:
-        return {str(n): (int(w[n]), float(eps[n])) for n in w}
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise malformed(m, "audit", exc) from None
-
-
-def _show(levels: dict[str, tuple[int, float]]) -> str:
-    return ", ".join(f"{n} (w={w}, eps={eps:g})" for n, (w, eps) in levels.items())
 
 
 def check_accounted(verdict: Verdict) -> None:
