@@ -18,7 +18,7 @@ from app.verify.fit import CannotJudge
 from app.verify.read import Msg, RecordError
 from app.verify.report import to_dict, to_text
 from tests.verify.build import CENTRAL, PARTITIONS, Topics, stream_of
-from tests.verify.test_plant import CHANGE_AT, SLOTS, USERS, central
+from tests.verify.test_plant import CHANGE_AT, SLOTS, USERS, central, local
 
 
 def test_a_preference_outside_its_partition_changes_nothing(tmp_path: Path):
@@ -190,3 +190,11 @@ def test_a_malformed_marker_refuses_the_verdict(tmp_path: Path, key, value, why)
     with pytest.raises(RecordError, match=why) as err:
         judge(t.stream, t.snap)
     assert "levels partition 0 offset" in str(err.value)
+
+
+def test_a_local_stream_without_an_answer_is_refused(tmp_path: Path):
+    t = local(tmp_path, {})
+    with pytest.raises(CannotJudge, match="no device answer of the stream"):
+        judge(t.stream, t.snap)
+    t.report(7, 1, "publication", [1])
+    assert judge(t.stream, t.snap).released == 1
