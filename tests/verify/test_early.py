@@ -16,10 +16,12 @@ EARLY = {102: 4.0, 104: 0.5}
 
 
 def run_with(tmp_path: Path, early: dict[int, float]) -> Topics:
-    """Releases of empty slots, each 2 s after its end except those in ``early``."""
+    """Releases of the slots, each 2 s after its end except those in ``early`` (one value per
+    slot, not closed: verify refuses to judge a run without any value)."""
     t = Topics(stream_of(tmp_path, CENTRAL))
     for slot in SLOTS:
         end = (slot + 1) * 10.0
+        t.event("u0", slot * 10.0 + 1.0, 0)
         t.release(slot, [0.0, 0.0, 0.0], at=end - early[slot] if slot in early else end + 2.0)
         t.audit(slot, {"strict": 1.0 / 5, "loose": 4.0 / 3})
     return t
