@@ -35,6 +35,7 @@ def judge(stream: StreamConfig, snap: Snapshot, others: Sequence[StreamConfig] =
         members = {t.stream for t in stream.unit.terms}
         for other in others:
             if other.id in members and other.id != stream.id and not other.local:
+                check_fit(other, snap)  # judged with its own configuration, or not at all
                 theirs = account_central(other, snap).spend_rows
                 if theirs is not None:
                     rows[other.id] = theirs
