@@ -1,7 +1,7 @@
 """PLDP-IDS experiments: AMSE of the personalized local mechanisms against LPD/LPA (offline).
 
 Reproduces, at a configurable scale, Figs. 2-5 of Du et al., *PLDP-IDS*, §VI (spec
-``shared/specs/seed-002-pldp-ids.md`` §6): every user draws its level uniformly from
+``docs/specs/seed-002-pldp-ids.md`` §6): every user draws its level uniformly from
 ``eps_i in {eps, eps + 0.5, ..., 2.5}`` and ``w_i in {40, 80, ..., w}`` (the authors' generator,
 §6.2; the grid step is a parameter so small runs can scale it down), the personalized methods
 run on those levels, and the non-personalized baselines LPD/LPA run at ``(max w_i, min eps_i)``

@@ -112,7 +112,7 @@ class Report:
 class Device:
     """One user's device: answers collection requests within its own ledger.
 
-    A change of level (:meth:`change_level`) follows the rule of the service (``DESIGN.md``,
+    A change of level (:meth:`change_level`) follows the rule of the service (``docs/design.md``,
     :mod:`app.stream.collect.preferences`): the device answers nothing for ``max(w_old, w_new)``
     slots
     from the change on, so no window of either level holds reports of both; then it starts a

@@ -1,8 +1,8 @@
 """The PWSM building blocks: OBS (Alg. 1), the Sampling Mechanism, and dissimilarity (Alg. 3).
 
 Paper: L. Du et al., *Infinite Stream Estimation under Personalized w-Event Privacy*, PVLDB
-18(6), 2025 (``shared/seeds/000_…``), §3-§4; the Sampling Mechanism is Jorgensen, Yu and
-Cormode, ICDE 2015. Reading aid: ``shared/specs/seed-000-pwsm.md`` §2.1-§2.4, §2.12.
+18(6):1905-1918, 2025, §3-§4; the Sampling Mechanism is Jorgensen, Yu and
+Cormode, ICDE 2015. Reading aid: ``docs/specs/seed-000-pwsm.md`` §2.1-§2.4, §2.12.
 
 Everything here works on requirement groups, never on users: a group ``g`` holds ``n_g`` users
 with the same budget ``b_g``, and the slot's data is the ``(m, d)`` matrix of users of group

@@ -5,7 +5,7 @@ consecutive slots costs at most ``eps`` (at the user's level). A deployment runs
 streams over the same users (page views, purchases, searches): a *privacy unit* is a set of
 streams that share one user id space, and what a user loses in it is the sum of what each
 stream costs that user. This module turns the streams' per-window statements into one figure
-for an interval of ``H`` seconds (an hour, a day), the bound that DESIGN invariant 9 asks to
+for an interval of ``H`` seconds (an hour, a day), the bound that docs/design.md invariant 9 asks to
 compute, show and, where capped, enforce.
 
 For one stream with slots of ``s`` seconds, an interval of ``H`` seconds touches at most

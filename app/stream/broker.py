@@ -5,7 +5,7 @@ free port of 127.0.0.1 with in-memory storage, waits until it accepts Kafka requ
 it (SIGTERM, then SIGKILL) on :meth:`~EmbeddedBroker.stop` or when leaving a ``with`` block.
 Nothing survives a stop: it is for demos and tests, never for production.
 
-Known Tansu 0.6.0 quirks the rest of dpstream works around (see ``ECOSYSTEM.md``): the end
+Known Tansu 0.6.0 quirks the rest of dpstream works around (see ``docs/ecosystem.md``): the end
 offset ``ListOffsets`` answers is the last *batch*'s base offset + 1 (Faust needs
 ``producer_max_batch_size=1``; a fetch's high watermark is exact), the first join of a consumer
 group waits about half the rebalance timeout, topics must be created explicitly, and

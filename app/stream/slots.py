@@ -13,7 +13,7 @@ The skew cuts both ways: a producer's clock may as well run *behind* the wall by
 an honest event of slot ``s`` may arrive until the wall clock passes ``end(s)`` plus the skew.
 An event-time clock (``clock: event``), which producers drive, is therefore never trusted past
 :meth:`SlotClock.settled`, the wall clock minus the skew: an event-time slot closes no earlier
-than its due time plus the skew on the wall, whatever any input claims (DESIGN.md invariant 7).
+than its due time plus the skew on the wall, whatever any input claims (docs/design.md invariant 7).
 A wall-clock slot closes no earlier than its due time.
 
 >>> c = SlotClock(slot_s=2.0, grace_s=0.5)

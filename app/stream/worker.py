@@ -16,10 +16,10 @@ One process runs three things on one event loop, stopped together on SIGTERM/SIG
   ``store="rocksdb://"`` with changelog topics. The agent runs the slot release protocol of
   :mod:`app.stream.release.protocol`.
 
-Faust settings forced by the brokers we test on (``ECOSYSTEM.md``): ``producer_max_batch_size=1``
-(Tansu's high watermark bug would otherwise break table recovery), short session and rebalance
-timeouts (``DPSTREAM_SESSION_TIMEOUT_S``), at-least-once processing (crash safety comes from
-the ledger protocol, not from transactions).
+Faust settings forced by the brokers we test on (``docs/ecosystem.md``):
+``producer_max_batch_size=1`` (Tansu's high watermark bug would otherwise break table
+recovery), short session and rebalance timeouts (``DPSTREAM_SESSION_TIMEOUT_S``), at-least-once
+processing (crash safety comes from the ledger protocol, not from transactions).
 """
 
 from __future__ import annotations

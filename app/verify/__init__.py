@@ -1,4 +1,4 @@
-"""``dpstream verify``: a per-user accountant over the topics (DESIGN invariant 6).
+"""``dpstream verify``: a per-user accountant over the topics (docs/design.md invariant 6).
 
 It reads what a deployment wrote and recomputes, independently of the worker's classes, where
 every value had to count and what every user spent, then judges:

@@ -2,7 +2,7 @@
 
 A slot's release stands for every value of the slot, so it may only be computed once the slot
 is over: a release published earlier was closed by a clock that ran ahead of the wall (an
-event-time clock a producer or a forged message moved, DESIGN.md invariant 7), and the slot's
+event-time clock a producer or a forged message moved, docs/design.md invariant 7), and the slot's
 values stamped after that moment reached no release. Each such slot is one finding, whatever
 the stream's clock.
 

@@ -1,7 +1,7 @@
 """The slot and level rules, written again on their own, so that the worker cannot vouch for itself.
 
 Nothing here imports the worker's collect, preferences or release classes: these few lines
-restate ``DESIGN.md`` (Data flow) and ``topics/*.yaml`` from the text, and the accountant
+restate ``docs/design.md`` (Data flow) and ``topics/*.yaml`` from the text, and the accountant
 (:mod:`app.verify.account`) compares what the worker did with them.
 
 - **Slot**: slot ``s`` of a stream covers ``[s * slot_s, (s + 1) * slot_s)``, so an event at

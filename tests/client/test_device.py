@@ -99,7 +99,7 @@ def test_ledger_state_round_trip_and_bad_values():
 
 
 def test_a_device_that_changes_level_sits_out_then_uses_its_new_level_only():
-    """Kept by the device itself, whatever the service asks (PLDP-IDS levels, DESIGN.md)."""
+    """Kept by the device itself, whatever the service asks (PLDP-IDS levels, docs/design.md)."""
     device = Device(Enrollment(user=2, w=4, eps=1.0, group=0, **OFFLINE_GRID))
     units = [device.ledger.budget.total, 0]
     device.change_level(1, 2, 2.0, slot=5)  # from slot 5 on: nothing until 5 + max(4, 2) = 9

@@ -1,4 +1,4 @@
-"""The PWSM paper's worked examples, exact, as corrected in shared/specs/seed-000-pwsm.md §8."""
+"""The PWSM paper's worked examples, exact, as corrected in docs/specs/seed-000-pwsm.md §8."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The per-user bound over an interval (DESIGN invariant 9) holds against any spending a
+"""The per-user bound over an interval (docs/design.md invariant 9) holds against any spending a
 ledger allows and any level history the gap rule allows.
 
 The adversary is as strong as the ledgers let it be: every requirement group spends, slot by

@@ -178,7 +178,7 @@ def wait_releases(kafka, topic: str, count: int, timeout_s: float, every_s: floa
 
 def assert_verified(kafka, prefix: str, config_path, stream: str) -> None:
     """End a fault test with ``dpstream verify`` over its topics: no violation for ``stream``
-    (the per-user accountant of :mod:`app.verify`, DESIGN invariant 6)."""
+    (the per-user accountant of :mod:`app.verify`, docs/design.md invariant 6)."""
     from pathlib import Path
 
     from app.stream.config import load_settings

@@ -1,5 +1,5 @@
 """An event-clock stream idle, then active under a producer stamping ahead, beside a wall-clock
-stream, on the real broker (issue 31, section 2; DESIGN.md invariant 7).
+stream, on the real broker (issue 31, section 2; docs/design.md invariant 7).
 
 One worker serves ``live`` (wall clock) and ``rec`` (``clock: event``, events stamped now) at an
 eps so large that releases are exact. ``live`` gets one value per user per slot throughout;

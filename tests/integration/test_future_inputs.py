@@ -1,4 +1,4 @@
-"""No single input moves a clock into the future (issue 21 item 2, DESIGN.md invariant 7).
+"""No single input moves a clock into the future (issue 21 item 2, docs/design.md invariant 7).
 
 One worker serves a ``clock: event`` stream (``rec``) and a wall-clock stream (``live``) at an
 eps so large that releases are exact. While ``live`` gets one value per user per slot:

@@ -1,7 +1,7 @@
 """The personalized local streams' preference reader on the real broker.
 
 Tansu answers ListOffsets(latest) with the last record batch's base offset + 1, not the last
-offset + 1 (``../shared/ECOSYSTEM.md``): a first version of
+offset + 1 (``docs/ecosystem.md``): a first version of
 :class:`app.stream.release.local_levels.PreferenceReader` that kept only the records below that
 "end"
 read 149 of 800 levels. It now reads to the high watermarks of the fetch responses.

@@ -1,5 +1,5 @@
 """The streams file's ``privacy:`` section: units of streams that share users, their bound
-(DESIGN invariant 9) on every stream, in ``/budget``, the status page and audit records."""
+(docs/design.md invariant 9) on every stream, in ``/budget``, the status page and audit records."""
 
 from __future__ import annotations
 

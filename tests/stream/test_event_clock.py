@@ -1,4 +1,4 @@
-"""Event-time clocks that cannot run away (issue 31, section 2; DESIGN.md invariant 7).
+"""Event-time clocks that cannot run away (issue 31, section 2; docs/design.md invariant 7).
 
 No broker: the release agent on in-memory tables at a clock the tests move, and the collect
 stage's :class:`~app.stream.collect.events.Collector` feeding it, so a whole pipeline runs here:

@@ -1,6 +1,6 @@
-"""Issue 33 sections 1, 2 and 4 (DESIGN invariant 8): every setting the service accepts without
-``accept_weaker_guarantee`` is DP as implemented (no float Laplace, no noise shared between
-deployments), and every public record says the guarantee it carries."""
+"""Issue 33 sections 1, 2 and 4 (docs/design.md invariant 8): every setting the service
+accepts without ``accept_weaker_guarantee`` is DP as implemented (no float Laplace, no noise
+shared between deployments), and every public record says the guarantee it carries."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The internal wire: typed messages round-trip, anything else is an InternalError, and the
-release agent refuses a malformed message without stopping (DESIGN.md invariant 7)."""
+release agent refuses a malformed message without stopping (docs/design.md invariant 7)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ class BA(PBA):
     Paper
     -----
     G. Kellaris et al., PVLDB 7(12), 2014, Budget Absorption; as reconstructed in
-    ``shared/specs/seed-000-pwsm.md`` §2.8 (lines 1-6 there).
+    ``docs/specs/seed-000-pwsm.md`` §2.8 (lines 1-6 there).
 
     ==================  ==================================================
     paper               here

@@ -12,7 +12,7 @@ class BD(PBD):
     -----
     G. Kellaris, S. Papadopoulos, X. Xiao, D. Papadias. *Differentially Private Event Sequences
     over Infinite Streams*. PVLDB 7(12), 2014, Budget Distribution; as reconstructed in
-    ``shared/specs/seed-000-pwsm.md`` §2.7 (lines 1-5 there).
+    ``docs/specs/seed-000-pwsm.md`` §2.7 (lines 1-5 there).
 
     ==================  ==================================================
     paper               here

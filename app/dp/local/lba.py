@@ -16,7 +16,7 @@ class LBA(LocalMechanism):
     Paper
     -----
     X. Ren et al., SIGMOD 2022, Algorithm 2, lines 1-17 (spec
-    ``shared/specs/seed-004-ldp-ids.md`` §3.5).
+    ``docs/specs/seed-004-ldp-ids.md`` §3.5).
 
     ==================  ==================================================
     paper               here

@@ -14,7 +14,7 @@ class LBD(LocalMechanism):
     Paper
     -----
     X. Ren et al., SIGMOD 2022, Algorithm 1, lines 1-14 (spec
-    ``shared/specs/seed-004-ldp-ids.md`` §3.4).
+    ``docs/specs/seed-004-ldp-ids.md`` §3.4).
 
     ==================  ==================================================
     paper               here

@@ -16,7 +16,7 @@ class LBU(LocalMechanism):
     Paper
     -----
     X. Ren et al., "LDP-IDS: Local Differential Privacy for Infinite Data Streams", SIGMOD 2022,
-    §5.2.1 (spec ``shared/specs/seed-004-ldp-ids.md`` §3.1, lines 1-2).
+    §5.2.1 (spec ``docs/specs/seed-004-ldp-ids.md`` §3.1, lines 1-2).
 
     ==================  ==================================================
     paper               here

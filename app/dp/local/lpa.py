@@ -17,7 +17,7 @@ class LPA(LocalMechanism):
     Paper
     -----
     X. Ren et al., SIGMOD 2022, Algorithm 4, lines 1-18 (spec
-    ``shared/specs/seed-004-ldp-ids.md`` §3.7).
+    ``docs/specs/seed-004-ldp-ids.md`` §3.7).
 
     ==================  ==================================================
     paper               here

@@ -19,7 +19,7 @@ class LPD(LocalMechanism):
     Paper
     -----
     X. Ren et al., SIGMOD 2022, Algorithm 3, lines 1-17 (spec
-    ``shared/specs/seed-004-ldp-ids.md`` §3.6).
+    ``docs/specs/seed-004-ldp-ids.md`` §3.6).
 
     ==================  ==================================================
     paper               here

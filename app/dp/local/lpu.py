@@ -14,7 +14,7 @@ class LPU(LocalMechanism):
 
     Paper
     -----
-    X. Ren et al., SIGMOD 2022, §6.1 (spec ``shared/specs/seed-004-ldp-ids.md`` §3.3).
+    X. Ren et al., SIGMOD 2022, §6.1 (spec ``docs/specs/seed-004-ldp-ids.md`` §3.3).
 
     ==================  ==================================================
     paper               here

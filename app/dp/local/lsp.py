@@ -14,7 +14,7 @@ class LSP(LocalMechanism):
 
     Paper
     -----
-    X. Ren et al., SIGMOD 2022, §5.2.2 (spec ``shared/specs/seed-004-ldp-ids.md`` §3.2).
+    X. Ren et al., SIGMOD 2022, §5.2.2 (spec ``docs/specs/seed-004-ldp-ids.md`` §3.2).
 
     ==================  ==================================================
     paper               here

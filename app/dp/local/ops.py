@@ -1,7 +1,7 @@
 """OPS: Optimal Population Selection (PLDP-IDS Alg. 1), with the spec's privacy fix.
 
 Paper: L. Du et al., *PLDP-IDS*, §V.A, Algorithm 1 (lines 1-10), Eqs. 6-7, Lemma IX.3,
-Thm V.3. Reading aid: ``shared/specs/seed-002-pldp-ids.md`` §3.1, A9, A10, A14, Example 2 and
+Thm V.3. Reading aid: ``docs/specs/seed-002-pldp-ids.md`` §3.1, A9, A10, A14, Example 2 and
 Example 4 in §6.5.
 
 Every user ``i`` has a unit population ``z_i = floor(n / (2 w_i))``. OPS tries each distinct

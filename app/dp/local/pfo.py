@@ -1,9 +1,9 @@
 """PFO (GPRR): the personalized frequency oracle of PLDP-IDS, and its error formulas.
 
-Paper: L. Du, H. Hu, S. Zhou, Y. Cao, R. Cheng, W. Ni, J. Li, *PLDP-IDS: Personalized Local
-Differential Privacy for Infinite Data Stream* (``shared/seeds/002_…``), §IV.A (PFO.P, PFO.A,
+Paper: L. Du, Y. Hu, X. Zhou, Y. Cao, P. Cheng, W. Ni, K. Li, *PLDP-IDS: Personalized Local
+Differential Privacy for Infinite Data Stream*, 2025 preprint, §IV.A (PFO.P, PFO.A,
 PFO.E, Eq. 1), Thm IX.2 (Eq. 2 / Eq. 11), §V.A (Eqs. 4-7). Reading aid:
-``shared/specs/seed-002-pldp-ids.md`` §2.1-§2.4, §2.7.
+``docs/specs/seed-002-pldp-ids.md`` §2.1-§2.4, §2.7.
 
 Users are grouped by the budget they reported with. Group ``k`` holds ``N_k`` GRR reports at
 budget ``eps_k`` (PFO.P is plain :class:`~app.dp.oracles.GRR` at the user's own budget); its

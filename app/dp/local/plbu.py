@@ -20,7 +20,7 @@ class PLBU(LocalMechanism):
     Paper
     -----
     L. Du et al., PVLDB 18(6), 2025, baseline PLBU ("extends LBU by replacing the inner CDP
-    mechanism with an LDP mechanism"), as reconstructed in ``shared/specs/seed-000-pwsm.md``
+    mechanism with an LDP mechanism"), as reconstructed in ``docs/specs/seed-000-pwsm.md``
     §2.11; LBU is Ren et al., SIGMOD 2022, §5.2.1.
 
     ==================  ==================================================

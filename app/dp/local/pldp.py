@@ -1,7 +1,7 @@
 """The framework every PLDP-IDS population mechanism shares (spec §3.0).
 
 Paper: L. Du et al., *PLDP-IDS*, §IV.B-§V.C (Algs. 3-6). Reading aid:
-``shared/specs/seed-002-pldp-ids.md`` §3.0, §2.5, §3.3-§3.7.
+``docs/specs/seed-002-pldp-ids.md`` §3.0, §2.5, §3.3-§3.7.
 
 Every user ``i`` holds a requirement level ``(w_i, eps_i)``; the levels are the stream's
 requirement groups, and ``users[k]`` users hold level ``k`` (indices assigned in blocks, as for

@@ -1,6 +1,6 @@
 """The four PLDP-IDS ablations (§VI.D): the ``+`` methods without OPS or without PUE.
 
-Spec ``shared/specs/seed-002-pldp-ids.md`` §3.7, A21: "-RP" keeps only re-perturbation (no
+Spec ``docs/specs/seed-002-pldp-ids.md`` §3.7, A21: "-RP" keeps only re-perturbation (no
 OPS: ``W = w_max``, ``z = floor(n/(2 w_max))``, full budgets); "-OPS" keeps only OPS (plain PFO
 everywhere, including the ``dis`` variance). Both draw the publication candidate before the
 decision and take ``err`` from its budget mix, as the ``+`` methods do. Each is its publication
@@ -29,7 +29,7 @@ _SECTIONS = """
     Paper
     -----
     L. Du et al., *PLDP-IDS*, §VI.D (ablation study, Figs. 4-5); spec
-    ``shared/specs/seed-002-pldp-ids.md`` §3.7 (code legend "{legend}").
+    ``docs/specs/seed-002-pldp-ids.md`` §3.7 (code legend "{legend}").
 
     Parameters
     ----------

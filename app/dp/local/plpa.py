@@ -17,7 +17,7 @@ class PLPA(PLDPMechanism):
     Paper
     -----
     L. Du et al., *PLDP-IDS: Personalized Local Differential Privacy for Infinite Data Stream*,
-    §IV.C, Algorithm 6, lines 1-17 (spec ``shared/specs/seed-002-pldp-ids.md`` §3.4).
+    §IV.C, Algorithm 6, lines 1-17 (spec ``docs/specs/seed-002-pldp-ids.md`` §3.4).
 
     ==================  ==================================================
     paper               here

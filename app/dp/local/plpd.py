@@ -21,7 +21,7 @@ class PLPD(PLDPMechanism):
     Paper
     -----
     L. Du et al., *PLDP-IDS: Personalized Local Differential Privacy for Infinite Data Stream*,
-    §IV.B, Algorithm 5, lines 1-14 (spec ``shared/specs/seed-002-pldp-ids.md`` §3.3).
+    §IV.B, Algorithm 5, lines 1-14 (spec ``docs/specs/seed-002-pldp-ids.md`` §3.3).
 
     ==================  ==================================================
     paper               here

@@ -12,7 +12,7 @@ class PLPDPlus(PLPD):
     -----
     L. Du et al., *PLDP-IDS: Personalized Local Differential Privacy for Infinite Data Stream*,
     §V.C, Algorithm 3, lines 1-27, with Alg. 1 (OPS) and Alg. 2 (PUE) (spec
-    ``shared/specs/seed-002-pldp-ids.md`` §3.5, §3.1, §3.2).
+    ``docs/specs/seed-002-pldp-ids.md`` §3.5, §3.1, §3.2).
 
     ==================  ==================================================
     paper               here

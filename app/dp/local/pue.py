@@ -1,7 +1,7 @@
 """PUE: Personalized Utility Enhancement by re-perturbation (PLDP-IDS Alg. 2, Thm V.1, Eq. 8).
 
 Paper: L. Du et al., *PLDP-IDS*, §V.B, Algorithm 2 (lines 1-7), Eq. 8, Thm V.1. Reading aid:
-``shared/specs/seed-002-pldp-ids.md`` §2.6, §3.2, A11, A12, A30, A32.
+``docs/specs/seed-002-pldp-ids.md`` §2.6, §3.2, A11, A12, A30, A32.
 
 A report of a high-budget group (GRR at ``eps_H``) is re-randomized (RP): kept with probability
 ``beta = (d p_L - p_L + p_H - 1) / (d p_H - 1)``, else moved to each other value with

@@ -19,7 +19,7 @@ class RescueDP(STR):
     Q. Wang, Y. Zhang, X. Lu, Z. Wang, Z. Qin, K. Ren. *Real-time and spatio-temporal crowd-
     sourced social network data publishing with differential privacy*, IEEE TDSC 15(4), 2018
     (RescueDP), as the baseline of Liu et al. 2021 (§5.2) with its Table 2 parameters; spec
-    ``shared/specs/seed-003-trajectory.md`` §A7. The schedule is STR's (Alg. 3-4) with
+    ``docs/specs/seed-003-trajectory.md`` §A7. The schedule is STR's (Alg. 3-4) with
     single-page windows: ``psi^m = eps - sum_{w-1} eps_t^m`` and ``eta^m = psi^m``.
 
     =====================  =====================================

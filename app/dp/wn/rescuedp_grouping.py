@@ -71,7 +71,7 @@ class RescueDPGrouped(RescueDP):
     -----
     Q. Wang et al., RescueDP, IEEE TDSC 15(4), 2018 (dynamic grouping), as cited by Liu et al.
     2021 (§5.2) for its baseline; the seeds do not describe the grouping, so this follows the
-    reading of ``shared/specs/seed-003-trajectory.md`` §A7 ("optional variant", steps 1-4),
+    reading of ``docs/specs/seed-003-trajectory.md`` §A7 ("optional variant", steps 1-4),
     whose thresholds come from a public re-implementation and are unverified against Wang et
     al. The schedule, budgets and Kalman filter are :class:`~app.dp.wn.rescuedp.RescueDP`'s.
 

@@ -19,7 +19,7 @@ class STBD(GraphMechanism):
     -----
     X. Liu, Y. Guo, X. Tan, Y. Chen. *Differentially private web browsing trajectories over
     infinite streams* (Security and Communication Networks, 2021), Algorithm 1 (STBD) and
-    Algorithm 2 (budget allocation); spec ``shared/specs/seed-003-trajectory.md`` §A4.
+    Algorithm 2 (budget allocation); spec ``docs/specs/seed-003-trajectory.md`` §A4.
 
     ======================  ======================================================
     paper                   here

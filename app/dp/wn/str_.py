@@ -26,7 +26,7 @@ class STR(GraphMechanism):
     X. Liu, Y. Guo, X. Tan, Y. Chen. *Differentially private web browsing trajectories over
     infinite streams* (Security and Communication Networks, 2021), Algorithm 4 (budget
     allocation), Eq. 16-18, Table 2; Algorithm 3 is missing from the paper and follows its
-    reconstruction in ``shared/specs/seed-003-trajectory.md`` §A5 (lines 1-11 there).
+    reconstruction in ``docs/specs/seed-003-trajectory.md`` §A5 (lines 1-11 there).
 
     ======================  ======================================================
     paper                   here

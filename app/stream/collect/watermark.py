@@ -1,7 +1,7 @@
 """Event-time progress of ``clock: event`` streams, per events partition, bounded by the wall.
 
 An event-clock stream (a replay of recorded data) closes its slots on the event time its data
-reached, not on the wall clock. Three rules keep that clock honest (DESIGN.md invariant 7):
+reached, not on the wall clock. Three rules keep that clock honest (docs/design.md invariant 7):
 
 * **Per partition.** A partition's progress is the largest event time *it* delivered for the
   stream, never another partition's: the release agent closes a slot once every partition passed

@@ -8,7 +8,7 @@ partition of ``events`` has either sent its partial for ``s`` or reported progre
 then released at once, in order, empty or not.
 
 No slot closes before its stream's clock allows, whatever a message claims
-(:meth:`~app.stream.slots.SlotClock.edge`, DESIGN.md invariant 7): a wall-clock slot not before
+(:meth:`~app.stream.slots.SlotClock.edge`, docs/design.md invariant 7): a wall-clock slot not before
 the wall clock passed its due time, an event-time slot not before the wall clock passed its
 due time plus the allowed skew. A partition's progress is recorded no further than that edge at
 the moment it is heard, so a tick claiming more (forged, or from a collect stage whose clock

@@ -2,7 +2,7 @@
 
 The collect stages are the only writers of ``partials``, but the topic is a channel like any
 other: a corrupt, replayed or forged message must not move a stream's clock, nor claim a
-partition the source topic does not have (DESIGN.md, invariant 7). Every message is checked
+partition the source topic does not have (docs/design.md, invariant 7). Every message is checked
 against what the agent knows independently of the message:
 
 * the partition count of the stream's source topic (``events`` for central streams,

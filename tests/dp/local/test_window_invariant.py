@@ -1,4 +1,4 @@
-"""Invariant 2 (DESIGN): no user reports beyond ``eps`` in any window of ``w`` slots.
+"""Invariant 2 (docs/design.md): no user reports beyond ``eps`` in any window of ``w`` slots.
 
 Property-based over mechanisms and parameters, each example a run of 10,000 slots with random
 answers (the adversarial part is the mechanism's decisions, not the reports): population

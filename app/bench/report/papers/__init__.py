@@ -1,6 +1,6 @@
 """One module per paper. :mod:`.pwsm` and :mod:`.ldp_ids` hold the papers' published numbers
 as plain data (no prose, no logic), each copied from the paper or the spec that reads it
-(``shared/specs/``) with the section it comes from; :mod:`app.bench.report.render` writes their
+(``docs/specs/``) with the section it comes from; :mod:`app.bench.report.render` writes their
 sections. :mod:`.pldp`, :mod:`.wn` and :mod:`.optstream` each render their paper's whole section
 from its stored runs (:mod:`app.bench.report.stored`): the fixed prose as text, every number
 from the rows, the claims from :mod:`app.bench.report.claims` (whose modules keep the numbers
