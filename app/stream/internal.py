@@ -11,16 +11,23 @@ stream's messages stay in order on one partition), each with ``encode()`` and on
 * :class:`PartitionTally`: one ``reports`` partition's support counts and report counts of one
   round.
 
-:func:`decode` checks every field's type, so a malformed message (a fault, or something else
-writing to the topic) is an :class:`InternalError` the release agent refuses, never a
-``KeyError`` inside it. What a well-formed message may claim (its partitions, its time) is the
-guard's business (:mod:`app.stream.release.guard`).
+:func:`decode` checks every field's type and range, so a malformed message (a fault, or
+something else writing to the topic) is an :class:`InternalError` the release agent refuses,
+never another exception inside it: ids and rounds are short strings, slots and partitions
+non-negative ints below :data:`MAX_SLOT` and :data:`MAX_PARTITIONS`, times finite, counts
+finite non-negative numbers up to :data:`MAX_COUNT` (a count stream's and a tally's are ints),
+at most :data:`MAX_CELLS` of them. What a well-formed message may claim for its stream (its
+shape, its partitions, its time, how many users a partition could have sent) is the guard's
+business (:mod:`app.stream.release.guard`).
 
 The release agent's own records in the ``slots`` table are typed here too: :class:`OpenSlot`
 (a central slot's merged partials) and :class:`OpenRound` (a local round's merged tallies),
 each map ``slot -> record`` with one codec (:func:`encode_open_slots`,
-:func:`decode_open_slots`, :func:`encode_open_round`, :func:`decode_open_round`). The bytes are
-those of earlier releases (same msgpack keys), so a running deployment upgrades in place.
+:func:`decode_open_slots`, :func:`encode_open_round`, :func:`decode_open_round`), and the central
+driver's digests of released slots (:func:`decode_merged`). The bytes are those of earlier
+releases (same msgpack keys), so a running deployment upgrades in place. The table's changelog
+is a topic too: a value that is not such a record is a :class:`StateError`, checked with the
+same ranges as the wire, never a ``KeyError`` or an ``OverflowError`` later.
 
 >>> p = Partial("s", 12, 1, 4, [1, 0, 2])
 >>> decode(p.encode()) == p
@@ -35,14 +42,37 @@ app.stream.internal.InternalError: not an internal message: no kind
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
 
+MAX_ID = 256
+"""Longest stream id or round name a message may carry (characters)."""
+MAX_SLOT = 2**48
+"""Slots are below this (a slot of a millisecond since 1970 stays far below it)."""
+MAX_PARTITIONS = 1 << 16
+"""Partition counts are at most this (Kafka's practical limit is far lower)."""
+MAX_CELLS = 1 << 20
+"""Most counts one message may carry (``groups x d``; a tally's ``m x d``)."""
+MAX_COUNT = 2**53
+"""Largest count or sum a message may claim: exact as a float64, and any sum of
+:data:`MAX_PARTITIONS` of them fits an int64."""
+
 
 class InternalError(ValueError):
     """A ``partials`` value that is not a well-formed internal message."""
+
+
+class StateError(ValueError):
+    """A ``ledger`` or ``slots`` table value that is not a well-formed record (its changelog
+    is a topic: garbage there must be refused, never crash the agent)."""
+
+    def __init__(self, table: str, key: str, why: str) -> None:
+        super().__init__(f"{table} table: value of {key[:64]!r} refused: {why}")
+        self.table, self.key, self.why = table, key, why
 
 
 @dataclass(frozen=True)
@@ -125,40 +155,41 @@ Internal = Partial | Tick | PartitionTally
 
 
 def decode(raw: bytes | None) -> Internal:
-    """The typed message of a ``partials`` value; :class:`InternalError` if malformed."""
-    try:
-        msg = msgpack.unpackb(raw, raw=False, strict_map_key=False) if raw is not None else None
-    except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
-        raise InternalError(f"not msgpack: {type(exc).__name__}") from None
+    """The typed message of a ``partials`` value; :class:`InternalError` if malformed, whatever
+    the bytes (never another exception)."""
+    msg = _load(raw, InternalError)
     if not isinstance(msg, dict) or "kind" not in msg:
         raise InternalError("not an internal message: no kind")
     kind = msg["kind"]
-    stream, partitions = _get(msg, "stream", str), _get(msg, "partitions", int)
+    if kind not in ("partial", "tick", "tally"):
+        raise InternalError(f"unknown kind {str(kind)[:32]!r}")
+    check = _Checker(msg, InternalError, str(kind))
+    stream, partitions = check.text("stream"), check.int("partitions", 1, MAX_PARTITIONS)
     if kind == "partial":
         return Partial(
             stream,
-            _get(msg, "slot", int),
-            _get(msg, "partition", int),
+            check.int("slot", 0, MAX_SLOT),
+            check.int("partition", 0, MAX_PARTITIONS - 1),
             partitions,
-            _numbers(msg, "counts"),
+            check.counts("counts", whole=False),
         )
     if kind == "tick":
-        progress = _get(msg, "progress", dict)
-        if not all(_is(p, int) and _is(t, float) for p, t in progress.items()):
-            raise InternalError("tick progress must map partitions to times")
+        progress = check.value("progress", dict)
+        if len(progress) > MAX_PARTITIONS or not all(
+            _is(p, int) and 0 <= p < MAX_PARTITIONS and _finite(t) for p, t in progress.items()
+        ):
+            raise InternalError("tick progress must map partitions to finite times")
         return Tick(stream, {int(p): float(t) for p, t in progress.items()}, partitions)
-    if kind == "tally":
-        return PartitionTally(
-            stream,
-            _get(msg, "slot", int),
-            _get(msg, "round", str),
-            _get(msg, "partition", int),
-            partitions,
-            _ints(msg, "support"),
-            _ints(msg, "reports"),
-            float(_get(msg, "now", float)),
-        )
-    raise InternalError(f"unknown kind {str(kind)[:32]!r}")
+    return PartitionTally(
+        stream,
+        check.int("slot", 0, MAX_SLOT),
+        check.text("round"),
+        check.int("partition", 0, MAX_PARTITIONS - 1),
+        partitions,
+        check.counts("support"),
+        check.counts("reports"),
+        check.time("now"),
+    )
 
 
 # -- the release agent's records in the slots table ------------------------------------------
@@ -207,12 +238,45 @@ def encode_open_slots(slots: dict[int, OpenSlot]) -> bytes:
     )
 
 
-def decode_open_slots(raw: bytes | None) -> dict[int, OpenSlot]:
-    found = _unpack(raw)
-    return {
-        int(slot): OpenSlot(o["counts"], tuple(o["parts"]), dict(o.get("digests", {})))
-        for slot, o in found.items()
-    }
+def decode_open_slots(raw: bytes | None, key: str = "") -> dict[int, OpenSlot]:
+    """A stream's open slots (``key``: the table key, for the error); :class:`StateError` if
+    ``raw`` is not such a record."""
+    if raw is None:
+        return {}
+    found = _load(raw, _state_error("slots", key))
+    if not isinstance(found, dict) or len(found) > MAX_CELLS:
+        raise StateError("slots", key, "not a map of open slots")
+    out = {}
+    for slot, o in found.items():
+        check = _Checker(o, _state_error("slots", key), "open slot")
+        if not _is(slot, int) or not 0 <= slot < MAX_SLOT or not isinstance(o, dict):
+            raise StateError("slots", key, "not a map of open slots")
+        parts = check.value("parts", list)
+        digests = o.get("digests", {})
+        if not all(_is(p, int) and 0 <= p < MAX_PARTITIONS for p in parts) or not (
+            isinstance(digests, dict)
+            and all(isinstance(p, str) and _is(d, int) for p, d in digests.items())
+        ):
+            raise StateError("slots", key, "open slot parts or digests malformed")
+        out[int(slot)] = OpenSlot(check.counts("counts", whole=False), tuple(parts), digests)
+    return out
+
+
+def decode_merged(raw: bytes | None, key: str = "") -> dict[int, dict[str, int]]:
+    """The central driver's digests of its last released slots (``slot -> {partition:
+    digest}``); :class:`StateError` if ``raw`` is not such a record."""
+    if raw is None:
+        return {}
+    found = _load(raw, _state_error("slots", key))
+    ok = isinstance(found, dict) and all(
+        _is(slot, int)
+        and isinstance(d, dict)
+        and all(isinstance(p, str) and _is(v, int) for p, v in d.items())
+        for slot, d in found.items()
+    )
+    if not ok:
+        raise StateError("slots", key, "not a map of released slots' digests")
+    return {int(slot): d for slot, d in found.items()}
 
 
 def encode_open_round(cur: OpenRound) -> bytes:
@@ -228,17 +292,21 @@ def encode_open_round(cur: OpenRound) -> bytes:
     )
 
 
-def decode_open_round(raw: bytes | None) -> OpenRound | None:
+def decode_open_round(raw: bytes | None, key: str = "") -> OpenRound | None:
+    """A local stream's open round; :class:`StateError` if ``raw`` is not such a record."""
     if raw is None:
         return None
-    o = _unpack(raw)
+    check = _Checker(_load(raw, _state_error("slots", key)), _state_error("slots", key), "round")
+    parts = check.value("parts", list)
+    if not all(_is(p, int) and 0 <= p < MAX_PARTITIONS for p in parts):
+        raise StateError("slots", key, "round parts malformed")
     return OpenRound(
-        int(o["slot"]),
-        str(o["round"]),
-        list(o["support"]),
-        list(o["reports"]),
-        int(o["of"]),
-        tuple(o["parts"]),
+        check.int("slot", 0, MAX_SLOT),
+        check.text("round"),
+        check.counts("support"),
+        check.counts("reports"),
+        check.int("of", 1, MAX_PARTITIONS),
+        tuple(parts),
     )
 
 
@@ -248,11 +316,22 @@ def _pack(obj: dict[Any, Any]) -> bytes:
     return out
 
 
-def _unpack(raw: bytes | None) -> dict[Any, Any]:
-    if raw is None:
-        return {}
-    out: dict[Any, Any] = msgpack.unpackb(raw, raw=False, strict_map_key=False)
-    return out
+Refusal = Callable[[str], ValueError]
+"""Makes the error of one codec from its message."""
+
+
+def _state_error(table: str, key: str) -> Refusal:
+    return lambda why: StateError(table, key, why)
+
+
+def _load(raw: bytes | None, error: Refusal) -> Any:
+    """``raw`` unpacked, or ``error`` (msgpack raises several unrelated types)."""
+    if not isinstance(raw, bytes | bytearray | memoryview):
+        raise error("no value")
+    try:
+        return msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception as exc:  # noqa: BLE001 - any failure of the unpacker is a refusal
+        raise error(f"not msgpack: {type(exc).__name__}") from None
 
 
 def _is(value: Any, kind: type) -> bool:
@@ -264,22 +343,51 @@ def _is(value: Any, kind: type) -> bool:
     return isinstance(value, kind)
 
 
-def _get(msg: dict[str, Any], key: str, kind: type) -> Any:
-    value = msg.get(key)
-    if not _is(value, kind):
-        raise InternalError(f"{msg.get('kind')}: {key} must be a {kind.__name__}")
-    return value
+def _finite(value: Any) -> bool:
+    return _is(value, float) and math.isfinite(value)
 
 
-def _numbers(msg: dict[str, Any], key: str) -> list[Any]:
-    values = _get(msg, key, list)
-    if not all(_is(x, float) for x in values):
-        raise InternalError(f"{msg.get('kind')}: {key} must be numbers")
-    return values  # type: ignore[no-any-return]
+def _count(value: Any, whole: bool) -> bool:
+    """A finite non-negative number up to :data:`MAX_COUNT` (an int if ``whole``)."""
+    return _is(value, int if whole else float) and math.isfinite(value) and 0 <= value <= MAX_COUNT
 
 
-def _ints(msg: dict[str, Any], key: str) -> list[int]:
-    values = _get(msg, key, list)
-    if not all(_is(x, int) for x in values):
-        raise InternalError(f"{msg.get('kind')}: {key} must be integers")
-    return values  # type: ignore[no-any-return]
+@dataclass(frozen=True)
+class _Checker:
+    """Reads typed, ranged fields of one decoded map; ``error`` makes the refusal."""
+
+    msg: Any
+    error: Refusal
+    what: str
+
+    def value(self, key: str, kind: type) -> Any:
+        value = self.msg.get(key) if isinstance(self.msg, dict) else None
+        if not _is(value, kind):
+            raise self.error(f"{self.what}: {key} must be a {kind.__name__}")
+        return value
+
+    def text(self, key: str) -> str:
+        value: str = self.value(key, str)
+        if not 0 < len(value) <= MAX_ID:
+            raise self.error(f"{self.what}: {key} must have 1 to {MAX_ID} characters")
+        return value
+
+    def int(self, key: str, low: int, high: int) -> int:
+        value: int = self.value(key, int)
+        if not low <= value <= high:
+            raise self.error(f"{self.what}: {key} out of range")
+        return value
+
+    def time(self, key: str) -> float:
+        value = self.value(key, float)
+        if not math.isfinite(value):
+            raise self.error(f"{self.what}: {key} must be finite")
+        return float(value)
+
+    def counts(self, key: str, whole: bool = True) -> list[Any]:
+        """A list of counts: ints (``whole``) or a sum stream's sums, each in range."""
+        values: list[Any] = self.value(key, list)
+        if len(values) > MAX_CELLS or not all(_count(x, whole) for x in values):
+            kind = "integers" if whole else "numbers"
+            raise self.error(f"{self.what}: {key} must be finite non-negative {kind} in range")
+        return values

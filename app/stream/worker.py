@@ -24,12 +24,11 @@ processing (crash safety comes from the ledger protocol, not from transactions).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from app import metrics
@@ -50,36 +49,12 @@ from app.stream.ops.status import StatusBoard
 from app.stream.release import Releaser
 from app.stream.release.local_levels import PreferenceReader
 from app.stream.slots import SlotClock
+from app.stream.tables import BytesTable, ChangelogTable
 from app.stream.topics import Topics, create_topics, load_topics
 
 log = logging.getLogger(__name__)
 
 APP_ID = "dpstream"
-
-
-class BytesTable(MutableMapping[str, bytes]):
-    """A Faust table of ``str -> bytes`` stored as base64 text (Faust's JSON codec needs text)."""
-
-    def __init__(self, table: Any) -> None:
-        self.table = table
-
-    def __getitem__(self, key: str) -> bytes:
-        value = self.table[key]
-        if value is None:
-            raise KeyError(key)
-        return base64.b64decode(value)
-
-    def __setitem__(self, key: str, value: bytes) -> None:
-        self.table[key] = base64.b64encode(value).decode()
-
-    def __delitem__(self, key: str) -> None:
-        del self.table[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.table)
-
-    def __len__(self) -> int:
-        return len(self.table)
 
 
 ROCKSDB_OPTIONS = {
@@ -116,6 +91,7 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         processing_guarantee="at_least_once",
         web_enabled=False,
         autodiscover=False,
+        Table=ChangelogTable,
     )
     partials = app.topic(
         topics.partials,
@@ -134,7 +110,8 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
                 value_type=str,
                 partitions=partitions,
                 options=dict(ROCKSDB_OPTIONS),  # Faust's store pops from it: one copy each
-            )
+            ),
+            name,
         )
         for name in ("ledger", "slots")
     }

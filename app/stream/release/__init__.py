@@ -18,6 +18,7 @@ topic on (:class:`~app.stream.release.local_levels.PreferenceReader` in the work
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, MutableMapping, Sequence
@@ -26,11 +27,11 @@ from app import metrics
 from app.dp.errors import DPError
 from app.stream.config import Settings, StreamConfig
 from app.stream.errors import ConfigError
-from app.stream.internal import InternalError, decode
+from app.stream.internal import InternalError, StateError, decode
 from app.stream.ops.late import LateSlots
 from app.stream.release.central import CentralDriver
 from app.stream.release.entry import LedgerEntry
-from app.stream.release.guard import Guard
+from app.stream.release.guard import Capacity, EndOffset, Guard
 from app.stream.release.local import LocalDriver
 from app.stream.release.local_levels import ReadPreferences
 from app.stream.release.protocol import (
@@ -62,10 +63,13 @@ class Releaser:
         preferences: ReadPreferences | None = None,
         late: LateSlots | None = None,
         listeners: Sequence[ReleaseListener] = (),
+        end_offset: EndOffset | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.guard = Guard()
+        self.capacity = Capacity(end_offset)
+        self.slots = slots
         self.late = late or LateSlots()
         self.serving: set[str] = set()
         """Streams this agent heard since its last revocation (their release lag is its to
@@ -99,17 +103,34 @@ class Releaser:
         self.serving.add(sid)
         mode, now = ("local" if stream.local else "central"), self.clock()
         reason = self.guard.refusal(stream.slots, mode, msg, self._partitions[mode], now)
+        reason = reason or self.guard.misfit(stream, msg)
+        if reason is None and await self.capacity.over(stream, msg):
+            reason = "capacity"
         if reason is not None:
             self.guard.refuse(sid, reason, msg, now)
             return
         driver = self.local if stream.local else self.central
-        try:
-            await driver.on_message(stream, msg)
-        except StateMismatch as exc:
-            self.failed[sid] = str(exc)
-            log.error("%s", exc)
-        except DPError as exc:  # a mechanism's own check: never stops the worker
-            await self._refused(stream, exc)
+        dropped: set[str] = set()
+        while True:
+            try:
+                await driver.on_message(stream, msg)
+            except StateMismatch as exc:
+                self.failed[sid] = str(exc)
+                log.error("%s", exc)
+            except DPError as exc:  # a mechanism's own check: never stops the worker
+                await self._refused(stream, exc)
+            except StateError as exc:
+                self.guard.refuse(sid, "state", None, now)
+                log.error("%s", exc)
+                if exc.table != "slots" or exc.key in dropped:
+                    # The ledger is the proof of what was spent: without it, never release.
+                    self.failed[sid] = f"stream {sid}: {exc}; see docs/service.md, Readiness"
+                    return
+                dropped.add(exc.key)
+                with contextlib.suppress(KeyError):  # not pop(): it would decode the value
+                    del self.slots[exc.key]  # its merged counts are lost, counted above
+                continue
+            return
 
     async def _refused(self, stream: StreamConfig, exc: DPError) -> None:
         """A mechanism's own check refused a step of ``stream`` (e.g.

@@ -70,11 +70,12 @@ from app.stream.internal import (
     OpenSlot,
     Partial,
     Tick,
+    decode_merged,
     decode_open_slots,
     encode_open_slots,
 )
 from app.stream.ops.late import LateSlots
-from app.stream.records import pack, unpack
+from app.stream.records import pack
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import Publisher
 
@@ -240,7 +241,7 @@ class CentralDriver:
         return max(1, stream.slots.last_closable(top) - slot + 1), now - since
 
     def _open(self, sid: str) -> dict[int, OpenSlot]:
-        return decode_open_slots(self.slots.get(sid))
+        return decode_open_slots(self.slots.get(sid), sid)
 
     def _merge(self, stream: StreamConfig, msg: Partial, next_slot: int) -> None:
         slot, part, counts = msg.slot, msg.partition, msg.counts
@@ -263,8 +264,8 @@ class CentralDriver:
         self.slots[stream.id] = encode_open_slots(open_slots)
 
     def _merged(self, sid: str) -> dict[int, dict[str, int]]:
-        raw = self.slots.get(sid + MERGED_SUFFIX)
-        return {int(k): v for k, v in unpack(raw).items()} if raw is not None else {}
+        key = sid + MERGED_SUFFIX
+        return decode_merged(self.slots.get(key), key)
 
     def _discards(self, stream: StreamConfig, slot: int, part: int, counts: list[Any]) -> bool:
         """Whether dropping this partial for the released ``slot`` discards values."""

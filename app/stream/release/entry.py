@@ -16,16 +16,26 @@ One entry per stream, rewritten at every step of the slot release protocol
   ``deadline`` and, for a personalized stream, ``levels`` (the book of the users' level
   changes read from ``preferences``). The codec keeps one flat map, as earlier releases wrote.
 
+The ledger's changelog is a topic: :meth:`LedgerEntry.decode` checks every field's type, so a
+value that is not an entry is a :class:`~app.stream.internal.StateError` (the release agent then
+stops serving the stream, readiness red: without its ledger it cannot know what was spent).
+
 >>> e = LedgerEntry(state={"t": 1}, next_slot=5, outbox=[("releases", b"r")])
 >>> LedgerEntry.decode(e.encode()) == e
 True
+>>> LedgerEntry.decode(b"\\xc1", "s")
+Traceback (most recent call last):
+...
+app.stream.internal.StateError: ledger table: value of 's' refused: not msgpack: ...
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from app.stream.internal import MAX_SLOT, StateError
 from app.stream.records import pack, unpack
 
 
@@ -65,11 +75,19 @@ class LedgerEntry:
         return pack({**out, **asdict(self.local)})
 
     @classmethod
-    def decode(cls, raw: bytes) -> LedgerEntry:
-        data = unpack(raw)
+    def decode(cls, raw: bytes, key: str = "") -> LedgerEntry:
+        """The entry ``raw`` holds (``key``: its table key, for the error); a
+        :class:`~app.stream.internal.StateError` if it is not one."""
+        try:
+            data = unpack(raw)
+        except Exception as exc:  # noqa: BLE001 - any failure of the unpacker is a refusal
+            raise StateError("ledger", key, f"not msgpack: {type(exc).__name__}") from None
+        why = _malformed(data)
+        if why:
+            raise StateError("ledger", key, why)
         local = LocalRound(**{k: v for k, v in data.items() if k in LOCAL_FIELDS})
         known = {k: v for k, v in data.items() if k in CENTRAL_FIELDS}
-        known["outbox"] = [(str(role), bytes(value)) for role, value in data.get("outbox", [])]
+        known["outbox"] = [(role, bytes(value)) for role, value in data.get("outbox", [])]
         return cls(**known, local=local)
 
     def record(self, role: str) -> bytes | None:
@@ -80,3 +98,39 @@ class LedgerEntry:
 
 LOCAL_FIELDS = frozenset(LocalRound.__dataclass_fields__)
 CENTRAL_FIELDS = frozenset(LedgerEntry.__dataclass_fields__) - {"local"}
+
+
+def _optional(value: Any, kind: type | tuple[type, ...]) -> bool:
+    return value is None or (isinstance(value, kind) and not isinstance(value, bool))
+
+
+def _malformed(data: Any) -> str:
+    """Why ``data`` is not an entry's map ("" when it is)."""
+    if not isinstance(data, dict):
+        return "not a map"
+    next_slot, deadline = data.get("next_slot"), data.get("deadline", 0.0)
+    outbox = data.get("outbox", [])
+    checks = [
+        (_optional(data.get("state"), dict), "state"),
+        (_optional(next_slot, int) and (next_slot is None or 0 <= next_slot <= MAX_SLOT), "slot"),
+        (isinstance(data.get("published", True), bool), "published"),
+        (isinstance(data.get("recent", []), list), "recent"),
+        (isinstance(data.get("seq", 0), int), "seq"),
+        (_optional(data.get("offset"), int), "offset"),
+        (_optional(data.get("request"), bytes), "request"),
+        (isinstance(data.get("sent", True), bool), "sent"),
+        (_optional(deadline, (int, float)) and math.isfinite(deadline or 0.0), "deadline"),
+        (_optional(data.get("levels"), dict), "levels"),
+        (
+            isinstance(outbox, list)
+            and all(
+                isinstance(o, list | tuple)
+                and len(o) == 2
+                and isinstance(o[0], str)
+                and isinstance(o[1], bytes)
+                for o in outbox
+            ),
+            "outbox",
+        ),
+    ]
+    return next((f"{name} malformed" for ok, name in checks if not ok), "")

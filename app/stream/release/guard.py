@@ -11,12 +11,19 @@ against what the agent knows independently of the message:
 * the wall clock: a tick claiming progress, or a central partial for a slot that is due, past
   the stream's horizon (the wall clock plus the allowed skew,
   :meth:`~app.stream.slots.SlotClock.horizon`) is refused (``future``). The collect stage never
-  sends one: its progress is bounded by the same horizon.
+  sends one: its progress is bounded by the same horizon;
+* the stream's shape: a central partial carries ``groups x d`` counts, ints unless the stream
+  sums amounts (``shape``);
+* what the partition could have accepted (:class:`Capacity`): every value a partial counts is
+  one record of its ``events`` partition (a sum stream's, at most ``alpha`` each), every report
+  a tally counts one record of its ``reports`` partition, so a message claiming more than the
+  partition holds is refused (``capacity``).
 
-A message that does not decode (:class:`~app.stream.internal.InternalError`) is refused as
-``malformed``. A refused message is dropped whole, counted in
-``dpstream_internal_refused_total``, logged, and named by ``/readyz`` for :data:`SHOW_S` seconds
-(:meth:`Guard.reasons`): it is a fault or an attack, and an operator must look.
+A message that does not decode (:class:`~app.stream.internal.InternalError`: wrong types, NaN,
+infinite or negative counts, out-of-range slots) is refused as ``malformed``. A refused message
+is dropped whole, counted in ``dpstream_internal_refused_total``, logged, and named by
+``/readyz`` for :data:`SHOW_S` seconds (:meth:`Guard.reasons`): it is a fault or an attack, and
+an operator must look.
 
 >>> from app.stream.slots import SlotClock
 >>> g = Guard()
@@ -32,9 +39,11 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Awaitable, Callable
 
 from app import metrics
-from app.stream.internal import Internal, Partial, Tick
+from app.stream.config import StreamConfig
+from app.stream.internal import Internal, Partial, PartitionTally, Tick
 from app.stream.slots import SlotClock
 
 log = logging.getLogger(__name__)
@@ -69,6 +78,16 @@ class Guard:
             return "future"
         return None
 
+    def misfit(self, stream: StreamConfig, msg: Internal) -> str | None:
+        """``shape`` if a central partial does not fit ``stream`` (None: it does)."""
+        if not isinstance(msg, Partial):
+            return None
+        if len(msg.counts) != len(stream.levels) * stream.d:
+            return "shape"
+        if not stream.sums and not all(isinstance(c, int) for c in msg.counts):
+            return "shape"
+        return None
+
     def refuse(self, stream: str, reason: str, msg: Internal | None, now: float) -> None:
         """Count and log a refusal of ``msg`` (None: it did not decode); never its counts,
         they are exact data."""
@@ -90,3 +109,46 @@ class Guard:
             for sid, (at, reason) in sorted(self.last.items())
             if now - at <= SHOW_S
         ]
+
+
+EndOffset = Callable[[str, int], Awaitable[int | None]]
+"""``(topic role, partition) ->`` the number of records the partition holds (its end offset),
+None when the broker could not say."""
+
+
+def claimed(stream: StreamConfig, msg: Internal) -> tuple[str, float]:
+    """The topic role a message counts records of, and how many records it claims at least."""
+    if isinstance(msg, Partial):
+        total = float(sum(msg.counts))
+        return "events", total / stream.alpha if stream.sums and stream.alpha else total
+    if isinstance(msg, PartitionTally):
+        return "reports", float(max(sum(msg.reports), max(msg.support, default=0)))
+    return "events", 0.0
+
+
+class Capacity:
+    """What a partition could have accepted: its end offset (records ever appended), cached and
+    read again only when a message claims more than the cached figure (end offsets only grow,
+    so a cached one is a lower bound: a message under it fits)."""
+
+    def __init__(self, end_offset: EndOffset | None = None) -> None:
+        self.end_offset = end_offset
+        self._ends: dict[tuple[str, int], int] = {}
+
+    async def over(self, stream: StreamConfig, msg: Internal) -> bool:
+        """Whether ``msg`` claims more records than its partition holds (False when the end
+        offset cannot be read: a broker hiccup must not drop honest data)."""
+        if self.end_offset is None or isinstance(msg, Tick):
+            return False
+        role, records = claimed(stream, msg)
+        if records <= 0:
+            return False
+        key = (role, msg.partition)
+        if records <= self._ends.get(key, 0):
+            return False
+        end = await self.end_offset(role, msg.partition)
+        if end is None:
+            log.warning("end offset unknown role=%s partition=%d", role, msg.partition)
+            return False
+        self._ends[key] = max(end, self._ends.get(key, 0))
+        return records > self._ends[key]

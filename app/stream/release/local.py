@@ -120,7 +120,7 @@ class LocalDriver:
 
     def _round(self, sid: str) -> OpenRound | None:
         """The round whose tallies are being merged (the ``slots`` table)."""
-        return decode_open_round(self.slots.get(sid))
+        return decode_open_round(self.slots.get(sid), sid)
 
     # -- the protocol -------------------------------------------------------------------------
     async def run_slot(self, stream: StreamConfig, now: float) -> None:

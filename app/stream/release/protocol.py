@@ -127,7 +127,7 @@ class Publisher:
 
     def read(self, sid: str) -> LedgerEntry | None:
         raw = self.ledger.get(sid)
-        entry = LedgerEntry.decode(raw) if raw is not None else None
+        entry = LedgerEntry.decode(raw, sid) if raw is not None else None
         if entry is not None and entry.next_slot is not None:
             self.next_slot[sid] = entry.next_slot
         return entry
