@@ -164,9 +164,13 @@ EVENT_LOOP_LAG_SECONDS = Gauge(
 )
 INTERNAL_REFUSED = Counter(
     "dpstream_internal_refused",
-    "Internal partials-topic messages the release agent refused (reason: partition, a "
-    "partition the source topic does not have; future, progress or a slot beyond the wall "
-    "clock plus the stream's allowed skew). Any is a fault or an attack on the internal topic.",
+    "Internal records and state refused (stream: the stream, or levels, preferences, the "
+    "table). Reasons: malformed, a partials message that does not decode or is out of range; "
+    "partition, a partition the source topic does not have; future, progress or a slot beyond "
+    "the wall clock plus the stream's allowed skew; shape, counts that do not fit the stream; "
+    "capacity, more records claimed than the partition holds; state, a ledger or slots value "
+    "that does not decode; changelog, a table changelog record refused on restore; history, a "
+    "levels history the user's preferences could not have made. Any is a fault or an attack.",
     ["stream", "reason"],
     registry=REGISTRY,
 )

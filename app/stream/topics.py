@@ -4,7 +4,10 @@ Each file ``topics/<role>.yaml`` describes one topic (``name``, ``partitions``,
 ``replication_factor``, ``config``, ``key``, ``value.fields``). The code refers to topics by
 role (the file's stem) through :class:`Topics`, which applies ``DPSTREAM_TOPIC_PREFIX``.
 :func:`create_topics` applies the specs to a broker idempotently with the confluent-kafka
-AdminClient.
+AdminClient; :func:`partition_problems` says which existing topics do not have the partition
+count their spec declares (the worker is then not ready: ``levels`` and ``preferences`` are
+co-partitioned with ``events``, so a topic with another count silently loses or misplaces
+users' levels).
 
 >>> t = load_topics(prefix="t1.")
 >>> t.events, t.dead_letter, t.spec("releases").partitions
@@ -142,6 +145,33 @@ def load_topics(prefix: str = "", directory: Path | None = None) -> Topics:
     if missing:
         raise TopicSpecError(f"{directory}: missing topic specs for {sorted(missing)}")
     return Topics(prefix=prefix, specs=specs)
+
+
+def partition_problems(topics: Topics, have: dict[str, int]) -> list[str]:
+    """One line per topic of ``topics`` whose partition count on the broker (``have``: topic
+    name -> count, topics not there are skipped) is not its spec's.
+
+    >>> t = load_topics()
+    >>> partition_problems(t, {"events": 4, "dpstream-levels": 2})
+    ['topic dpstream-levels has 2 partitions, topics/levels.yaml declares 4']
+    """
+    out = []
+    for spec in topics.specs:
+        name = topics.prefix + spec.name
+        if name in have and have[name] != spec.partitions:
+            out.append(
+                f"topic {name} has {have[name]} partitions, "
+                f"topics/{spec.role}.yaml declares {spec.partitions}"
+            )
+    return out
+
+
+def partition_counts(client_config: dict[str, Any], timeout_s: float = 30.0) -> dict[str, int]:
+    """Every topic on the broker and its partition count."""
+    from confluent_kafka.admin import AdminClient
+
+    found = AdminClient(client_config).list_topics(timeout=timeout_s).topics
+    return {name: len(meta.partitions) for name, meta in found.items()}
 
 
 def create_topics(

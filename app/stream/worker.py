@@ -28,7 +28,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app import metrics
@@ -47,10 +47,17 @@ from app.stream.ops.http import HttpService
 from app.stream.ops.late import LateSlots
 from app.stream.ops.status import StatusBoard
 from app.stream.release import Releaser
+from app.stream.release.capacity import EndOffsets
 from app.stream.release.local_levels import PreferenceReader
 from app.stream.slots import SlotClock
 from app.stream.tables import BytesTable, ChangelogTable
-from app.stream.topics import Topics, create_topics, load_topics
+from app.stream.topics import (
+    Topics,
+    create_topics,
+    load_topics,
+    partition_counts,
+    partition_problems,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +76,11 @@ hour (a ledger write per slot fills a memtable slowly); these bound a store to ~
 data is a few entries per stream: docs/capacity.md, Memory."""
 
 
-def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[Any]]:
-    """The Faust app and the services to run with it (``faust.Worker(app, *services)``)."""
+def build(
+    settings: Settings, topics: Topics | None = None, problems: Sequence[str] = ()
+) -> tuple[Any, list[Any]]:
+    """The Faust app and the services to run with it (``faust.Worker(app, *services)``);
+    ``problems``: what :func:`check_topics` found (readiness stays red while there are any)."""
 
     topics = topics or load_topics(settings.topic_prefix)
     settings.require_noise_key()
@@ -123,6 +133,7 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         await app.producer.flush()
 
     reader = PreferenceReader(settings, topics.preferences)
+    ends = EndOffsets(settings, topics)
     late = LateSlots()
     board = StatusBoard()
     releaser = Releaser(
@@ -135,10 +146,12 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
         preferences=reader.read,
         late=late,
         listeners=[board],
+        end_offset=ends,
     )
 
-    def stop_reader(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> Awaitable[None]:
-        return reader.stop()
+    async def stop_reader(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await reader.stop()
+        await ends.stop()
 
     def revoked(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
         releaser.revoked()  # its streams' release lag is exported again once heard again
@@ -177,7 +190,7 @@ def build(settings: Settings, topics: Topics | None = None) -> tuple[Any, list[A
     def not_ready() -> str:
         """Why the worker is not ready ("" when it is); see docs/service.md, Readiness."""
         now = time.time()
-        reasons = [c.failed for c in collectors if c.failed]
+        reasons = [*problems, *(c.failed for c in collectors if c.failed)]
         loop_lag = loop_watch.lag()
         if loop_lag > SATURATED_S:
             reasons.append(f"event loop saturated ({loop_lag:.1f} s behind)")
@@ -297,6 +310,15 @@ def ensure_topics(settings: Settings, topics: Topics) -> None:
         log.info("topic name=%s status=%s", name, what)
 
 
+def check_topics(settings: Settings, topics: Topics) -> list[str]:
+    """The topics whose partition count is not their spec's, one logged line each (the worker
+    runs, not ready: see :func:`~app.stream.topics.partition_problems`)."""
+    problems = partition_problems(topics, partition_counts(confluent_config(settings)))
+    for line in problems:
+        log.error("%s: not ready until the topic is recreated with that count", line)
+    return problems
+
+
 def run(settings: Settings) -> int:
     """Run the worker until SIGTERM/SIGINT; the exit code of :class:`faust.Worker`."""
     import faust
@@ -304,7 +326,7 @@ def run(settings: Settings) -> int:
     topics = load_topics(settings.topic_prefix)
     (settings.state_dir / "faust").mkdir(parents=True, exist_ok=True)
     ensure_topics(settings, topics)
-    app, services = build(settings, topics)
+    app, services = build(settings, topics, check_topics(settings, topics))
     worker = faust.Worker(
         app,
         *services,

@@ -45,20 +45,27 @@ from mode import Service
 from app import metrics
 from app.stream.collect.batch import BatchConsumer, tick_interval
 from app.stream.collect.events import Collector
+from app.stream.collect.partitioning import partition_for
 from app.stream.collect.policy import Policy, dead_letter_policy
-from app.stream.collect.preferences import History
+from app.stream.collect.preferences import (
+    OFFSET_KEY,
+    LevelsError,
+    LevelsRestore,
+    UserLevels,
+    decode_levels,
+    encode_history,
+    encode_mark,
+    too_far,
+)
 from app.stream.config import Settings
 from app.stream.errors import BadEvent
 from app.stream.internal import Tick
 from app.stream.kafka import aiokafka_kwargs
-from app.stream.records import decode_preference, pack, unpack
+from app.stream.records import decode_preference
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)
 
-
-OFFSET_KEY = b"\x00offset:"
-"""Key prefix of the ``levels`` records that hold a partition's next ``preferences`` offset."""
 
 GAP_S = 3.0
 """No fetch response for this long (the consumer polls every ~0.5 s when idle) is a gap: the
@@ -140,6 +147,9 @@ class IngestService(BatchConsumer):
                 BadEvent("wrong_partition", "preference not in its key's partition"), record, log
             )
             return
+        if too_far(record.timestamp / 1000, time.time(), self.settings.streams):
+            self.policy(BadEvent("bad_time", "preference stamped past the horizon"), record, log)
+            return
         user = record.key.decode("utf-8", "replace")
         level = decode_preference(record.value)
         target, assigned_at = self._catch_up.get(p, (0, -math.inf))
@@ -155,36 +165,52 @@ class IngestService(BatchConsumer):
 
         Records the previous owner may not have saved (those already in the topic now, from the
         saved offset on) take effect no earlier than now: no slot it closed can change group.
+        Each ``levels`` record is checked (:func:`decode_levels`: refused and dead-lettered if
+        malformed) and each restored history against the ``preferences`` records before the
+        saved offset (:class:`LevelsRestore`): a history they could not have made is replaced
+        and saved again.
         """
         assert self._side is not None
         ends = await self._side.end_offsets(new)
         now = time.time()
         for tp in new:
             self._catch_up[tp.partition] = (int(ends[tp]), now)
+        streams = self.settings.streams
+        restore = LevelsRestore(n for s in streams for n in s.level_names)
         consumer = AIOKafkaConsumer(enable_auto_commit=False, **aiokafka_kwargs(self.settings))
         await consumer.start()
-        starts: dict[TopicPartition, int] = {}
         try:
             tps = [TopicPartition(self.topics.levels, tp.partition) for tp in new]
-            consumer.assign(tps)
-            await consumer.seek_to_beginning(*tps)
-            top = await consumer.end_offsets(tps)
-            while not all([await consumer.position(tp) >= top[tp] for tp in tps]):
-                for records in (await consumer.getmany(timeout_ms=200)).values():
-                    for rec in records:
-                        self._restore(rec, starts)
+            for rec in await _read_to_end(consumer, tps, {}):
+                self._restore(rec, restore)
+            marks = {tp: restore.starts.get(tp.partition, 0) for tp in new}
+            for rec in await _read_to_end(consumer, new, marks):
+                at, key = rec.timestamp / 1000, rec.key
+                owned = key and self.collector.owns(key, rec.partition)
+                if owned and not too_far(at, now, streams):
+                    restore.asked(key.decode("utf-8", "replace"), rec.value, at)
         finally:
             await consumer.stop()
-        self._saved.update({tp.partition: off for tp, off in starts.items()})
+        for user, history, why in restore.histories(now):
+            self.collector.preferences.restore(user, history)
+            if why:
+                metrics.INTERNAL_REFUSED.labels("levels", "history").inc()
+                log.error("level history refused (%s): the user sits out a gap", why)
+                # Saved again: the next owner finds a history consistent with the requests.
+                self._unsaved[user] = partition_for(user.encode(), self._partitions_total)
+        starts = {TopicPartition(self.side_input, p): o for p, o in restore.starts.items()}
+        self._saved.update(restore.starts)
         return starts
 
-    def _restore(self, rec: Any, starts: dict[TopicPartition, int]) -> None:
-        key = rec.key or b""
-        if key.startswith(OFFSET_KEY):
-            p = int(key[len(OFFSET_KEY) :])
-            starts[TopicPartition(self.side_input, p)] = int(unpack(rec.value)["offset"])
-        elif rec.value is not None:
-            self.collector.preferences.restore(key.decode(), History.from_dict(unpack(rec.value)))
+    def _restore(self, rec: Any, restore: LevelsRestore) -> None:
+        try:
+            found = decode_levels(rec.key, rec.value, rec.partition)
+            if isinstance(found, UserLevels) and not self.collector.owns(rec.key, rec.partition):
+                raise LevelsError("user record in another partition than its key's")
+        except LevelsError as exc:
+            self.policy(BadEvent("bad_levels", str(exc)), rec, log)
+            return
+        restore.add(found)
 
     async def _save_levels(self) -> bool:
         """Make the level changes applied since the last call durable in ``levels`` (with the
@@ -201,7 +227,7 @@ class IngestService(BatchConsumer):
                 history = prefs.history(user)
                 if history is None:
                     continue  # forgotten since (its partition was revoked)
-                value = pack(history.to_dict())
+                value = encode_history(history)
                 sent.append(await send(topic, key=user.encode(), value=value, partition=p))
                 if len(sent) >= SAVE_CHUNK:  # bounded: each send in flight holds its record
                     await asyncio.gather(*sent)
@@ -210,7 +236,7 @@ class IngestService(BatchConsumer):
                 await send(
                     topic,
                     key=OFFSET_KEY + str(p).encode(),
-                    value=pack({"offset": off}),
+                    value=encode_mark(off),
                     partition=p,
                 )
                 for p, off in marks.items()
@@ -306,3 +332,19 @@ class IngestService(BatchConsumer):
             await send(topic, key=sid.encode(), value=Tick(sid, by_partition, total).encode())
         if partials:
             await self._commit(list(self._consumer.assignment()) if self._consumer else [])
+
+
+async def _read_to_end(
+    consumer: AIOKafkaConsumer, tps: list[TopicPartition], until: dict[TopicPartition, int]
+) -> list[Any]:
+    """Every record of ``tps`` from the beginning to their end (or, for a partition in
+    ``until``, up to that offset), in offset order per partition."""
+    consumer.assign(tps)
+    await consumer.seek_to_beginning(*tps)
+    top = await consumer.end_offsets(tps)
+    stop = {tp: min(top[tp], until[tp]) if tp in until else top[tp] for tp in tps}
+    out: list[Any] = []
+    while not all([await consumer.position(tp) >= stop[tp] for tp in tps]):
+        for records in (await consumer.getmany(timeout_ms=200)).values():
+            out.extend(r for r in records if r.offset < stop[TopicPartition(r.topic, r.partition)])
+    return out

@@ -30,17 +30,33 @@ stream offers means anyway (the default level). :class:`History` is the decoded 
 Time: a change never takes effect before ``floor``, the first slot the collect stage has not
 closed yet (the caller passes it): a backdated record cannot move a user out of slots already
 released. Brokers that honour the topic's ``message.timestamp.type: LogAppendTime`` stamp the
-records themselves; on others (Tansu) the producer's CreateTime is used.
+records themselves; on others (Tansu) the producer's CreateTime is used. A record stamped past
+the horizon (the wall clock plus the allowed skew, :func:`too_far`) is refused like such an
+event: it would pin the user's level to a slot far ahead.
+
+The internal ``levels`` topic (:func:`decode_levels`) is an input too: a record that is not a
+history or an offset marker the collect stage could have written is a :class:`LevelsError`
+(refused, counted, dead-lettered, never a crash), and :class:`LevelsRestore` checks the
+histories a new owner restores against the users' own ``preferences`` records: a history whose
+current level the user never asked for, one that puts a change before the request that asked
+for it, or a user whose request has no history, is replaced by one that does not count the user
+until ``max w`` slots after the takeover (the gap rule, from an unknown level).
 """
 
 from __future__ import annotations
 
+import math
 import struct
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import msgpack
+
 from app.stream.config import StreamConfig
+from app.stream.records import decode_preference
+from app.stream.slots import MAX_SKEW_S
 
 KEEP_CHANGES = 16
 """Changes remembered per user (older ones: the user is not counted before the oldest kept)."""
@@ -50,6 +66,16 @@ CHANGE_BYTES = _CHANGE.size
 MAX_LEVEL_CODES = 256
 """Distinct level names coded (``None`` included); a name past them reads as ``None``."""
 _TRUNCATED, _WHOLE = b"\x01", b"\x00"
+OFFSET_KEY = b"\x00offset:"
+"""Key prefix of the ``levels`` records that hold a partition's next ``preferences`` offset."""
+MAX_LEVEL_NAME = 256
+"""Longest level name a ``levels`` record may carry."""
+MAX_PREFERENCE_PARTITIONS = 1 << 16
+"""Offset markers name a partition below this."""
+
+
+class LevelsError(ValueError):
+    """A ``levels`` record the collect stage could not have written."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +96,29 @@ class History:
         return {"changes": [[c.at, c.level] for c in self.changes], "truncated": self.truncated}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> History:
-        changes = [Change(float(at), None if lv is None else str(lv)) for at, lv in data["changes"]]
+    def from_dict(cls, data: Any) -> History:
+        """The history ``data`` holds; :class:`LevelsError` unless it is one :meth:`to_dict`
+        could have written: at most :data:`KEEP_CHANGES` changes of finite times in order,
+        each to another level than the one before."""
+        if not isinstance(data, dict) or not isinstance(data.get("truncated", False), bool):
+            raise LevelsError("history: not a map with a boolean truncated")
+        raw = data.get("changes")
+        if not isinstance(raw, list) or len(raw) > KEEP_CHANGES:
+            raise LevelsError(f"history: changes must be a list of at most {KEEP_CHANGES}")
+        changes: list[Change] = []
+        for item in raw:
+            at, level = item if isinstance(item, list | tuple) and len(item) == 2 else (None, 0)
+            if not (
+                isinstance(at, int | float)
+                and not isinstance(at, bool)
+                and math.isfinite(at)
+                and (level is None or (isinstance(level, str) and len(level) <= MAX_LEVEL_NAME))
+            ):
+                raise LevelsError("history: each change must be [finite time, level name or nil]")
+            change = Change(float(at), level)
+            if changes and (change.at < changes[-1].at or change.level == changes[-1].level):
+                raise LevelsError("history: changes out of order or not changing the level")
+            changes.append(change)
         return cls(changes, bool(data.get("truncated", False)))
 
 
@@ -204,3 +251,135 @@ def _settled(stream: StreamConfig, names: list[str | None], packed: bytes, slot:
             return None  # this change's gap (or the slots before it) still reach ``slot``
         current = new
     return current
+
+
+def too_far(at: float, now: float, streams: Iterable[StreamConfig]) -> bool:
+    """Whether a ``preferences`` record stamped ``at`` lies past the horizon of the streams'
+    slot clocks at wall time ``now`` (the nearest: a record past any stream's is refused)."""
+    horizon = min((s.slots.horizon(now) for s in streams), default=now + MAX_SKEW_S)
+    return not math.isfinite(at) or at > horizon
+
+
+# -- the levels topic ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OffsetMark:
+    """A ``levels`` offset marker: ``preferences`` partition ``partition`` is applied up to
+    ``offset`` (the next offset to apply)."""
+
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class UserLevels:
+    """A ``levels`` record of one user (``history`` None: a tombstone)."""
+
+    user: str
+    history: History | None
+
+
+def encode_history(history: History) -> bytes:
+    out: bytes = msgpack.packb(history.to_dict(), use_single_float=False)
+    return out
+
+
+def encode_mark(offset: int) -> bytes:
+    out: bytes = msgpack.packb({"offset": offset})
+    return out
+
+
+def decode_levels(
+    key: bytes | None, value: bytes | None, partition: int
+) -> OffsetMark | UserLevels:
+    """One ``levels`` record of ``partition``; :class:`LevelsError` (never another exception)
+    unless the collect stage could have written it: an offset marker of this very partition
+    with a non-negative offset, or a user's history under its UTF-8 id."""
+    if not isinstance(key, bytes) or not key:
+        raise LevelsError("no key")
+    if key.startswith(OFFSET_KEY):
+        digits = key[len(OFFSET_KEY) :]
+        if not digits.isdigit() or len(digits) > 5 or int(digits) != partition:
+            raise LevelsError("offset marker of another partition")
+        found = _unpacked(value)
+        offset = found.get("offset") if isinstance(found, dict) else None
+        if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset < 2**63:
+            raise LevelsError("offset marker without a non-negative offset")
+        return OffsetMark(partition, offset)
+    try:
+        user = key.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LevelsError("user key not UTF-8") from None
+    if user.startswith("\x00"):
+        raise LevelsError("unknown marker")
+    if value is None:
+        return UserLevels(user, None)
+    return UserLevels(user, History.from_dict(_unpacked(value)))
+
+
+def _unpacked(value: bytes | None) -> Any:
+    if not isinstance(value, bytes):
+        raise LevelsError("no value")
+    try:
+        return msgpack.unpackb(value, raw=False, strict_map_key=False)
+    except Exception as exc:  # noqa: BLE001 - any failure of the unpacker is a refusal
+        raise LevelsError(f"not msgpack: {type(exc).__name__}") from None
+
+
+class LevelsRestore:
+    """What a new owner of a partition restores from ``levels``, checked against the users'
+    ``preferences`` records the previous owner applied (see the module docstring).
+
+    Feed it the partition's ``levels`` records (:meth:`add`: the last per user wins, as
+    compaction keeps it) and its ``preferences`` records before the offset marker, in offset
+    order (:meth:`asked`); then :meth:`histories` says what to restore, and why a history was
+    replaced. ``names``: the level names some stream offers (any other name is the default).
+    """
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = set(names)
+        self.stored: dict[str, History | None] = {}
+        self.requests: dict[str, list[tuple[float, str | None]]] = defaultdict(list)
+        self.starts: dict[int, int] = {}
+
+    def add(self, found: OffsetMark | UserLevels) -> None:
+        if isinstance(found, OffsetMark):
+            self.starts[found.partition] = found.offset
+        else:
+            self.stored[found.user] = found.history
+
+    def asked(self, user: str, value: bytes | None, at: float) -> None:
+        """A ``preferences`` record of ``user`` the previous owner applied (``at``: its Kafka
+        time)."""
+        self.requests[user].append((at, self._name(decode_preference(value))))
+
+    def _name(self, level: str | None) -> str | None:
+        return level if level in self.names else None
+
+    def why(self, user: str) -> str:
+        """Why ``user``'s stored history cannot be what its requests made ("" if it can)."""
+        history = self.stored.get(user)
+        asked = self.requests.get(user, [])
+        last = self._name(history.changes[-1].level) if history and history.changes else None
+        if not asked:
+            return "" if last is None else "a level the user never asked for"
+        level = asked[-1][1]
+        if last != level:
+            return "not the level the user last asked for"
+        run = len(asked) - 1
+        while run > 0 and asked[run - 1][1] == level:
+            run -= 1
+        if run > 0 and history is not None and history.changes[-1].at < asked[run][0]:
+            return "a change effective before the user asked for it"
+        return ""
+
+    def histories(self, now: float) -> Iterator[tuple[str, History, str]]:
+        """``(user, history to restore, why the stored one was replaced or "")``: a replaced
+        user is not counted before ``now``, then sits out a gap from an unknown level."""
+        for user in sorted(self.stored.keys() | self.requests.keys()):
+            why = self.why(user)
+            history = self.stored.get(user)
+            if why:
+                level = self.requests[user][-1][1] if self.requests.get(user) else None
+                yield user, History([Change(now, level)], truncated=True), why
+            elif history is not None:
+                yield user, history, ""

@@ -212,7 +212,7 @@ class LocalDriver:
         The book is recorded with the slot's first write. A failed read only delays changes
         (each takes effect after the slot it is read in), so the slot goes on with the book."""
         names = [level.name for level in stream.levels]
-        book = LevelBook.from_dict(stream.users, entry.local.levels, names)
+        book = LevelBook.from_dict(stream.users, entry.local.levels, names, stream.id)
         if self.preferences is not None:
             try:
                 records = await self.preferences(dict(book.offsets))
@@ -220,7 +220,8 @@ class LocalDriver:
                 log.warning("preferences not read stream=%s slot=%d: %s", stream.id, slot, exc)
             else:
                 floor = stream.slots.start(slot - 1)  # effective from this slot at the earliest
-                book.apply(records, floor, initial=mech.t == 0)
+                horizon = stream.slots.horizon(stream.slots.start(slot + 1))
+                book.apply(records, floor, initial=mech.t == 0, horizon=horizon)
         mech.assign(book.vector(stream, slot))
         book.settle(stream, slot)  # asked about this slot and later ones only
         entry.local.levels = book.to_dict()

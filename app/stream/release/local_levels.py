@@ -48,6 +48,8 @@ still in a gap keep a history (packed in memory, about 30 bytes each in the ledg
 
 from __future__ import annotations
 
+import logging
+import math
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -56,10 +58,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from app import metrics
 from app.dp.local.wire import SITS_OUT
-from app.stream.collect.preferences import Change, History, Preferences
+from app.stream.collect.preferences import Change, History, LevelsError, Preferences
 from app.stream.config import Settings, StreamConfig
+from app.stream.internal import StateError
 from app.stream.records import decode_preference
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -98,20 +104,28 @@ class LevelBook:
         """The index of the default level in :attr:`settled_names`."""
 
     def apply(
-        self, records: Iterable[PreferenceRecord], floor: float, initial: bool = False
+        self,
+        records: Iterable[PreferenceRecord],
+        floor: float,
+        initial: bool = False,
+        horizon: float = math.inf,
     ) -> None:
         """Take records in offset order; none takes effect before the slot after ``floor``'s.
 
         ``initial``: the stream has not asked anybody yet (its first slot opens), so a user's
         choice is its level from the start, without a gap: no window can mix two levels of a
-        user who never reported.
+        user who never reported. A record stamped past ``horizon`` (the wall clock plus the
+        allowed skew) is refused, counted and logged: it would pin the user's level far ahead.
         """
         for rec in records:
             if rec.offset < self.offsets.get(rec.partition, 0):
                 continue  # read twice (a reader that went back): applied already
             self.offsets[rec.partition] = rec.offset + 1
             user = self._user(rec.key)
-            if user is not None:
+            if user is not None and rec.timestamp_ms / 1000 > horizon:
+                metrics.INTERNAL_REFUSED.labels("preferences", "future").inc()
+                log.error("preference refused: stamped past the horizon offset=%d", rec.offset)
+            elif user is not None:
                 level = decode_preference(rec.value)
                 at = 0.0 if initial else rec.timestamp_ms / 1000
                 self._unsettle(user)
@@ -183,13 +197,23 @@ class LevelBook:
 
     @classmethod
     def from_dict(
-        cls, users: int, data: dict[str, Any] | None, names: Iterable[str] = ()
+        cls, users: int, data: dict[str, Any] | None, names: Iterable[str] = (), key: str = ""
     ) -> LevelBook:
-        """The book a ledger entry stored; ``names``: the stream's level names (coded first)."""
+        """The book a ledger entry stored; ``names``: the stream's level names (coded first).
+        A :class:`~app.stream.internal.StateError` (``key``: the ledger key) if it is not one."""
+        try:
+            return cls._from_dict(users, data, names)
+        except (LevelsError, zlib.error, ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise StateError("ledger", key, f"levels book malformed: {exc}") from None
+
+    @classmethod
+    def _from_dict(cls, users: int, data: dict[str, Any] | None, names: Iterable[str]) -> LevelBook:
         book = cls(users, names)
         if data:
             book.offsets = {int(p): int(o) for p, o in data["offsets"].items()}
             for user, hist in data["users"].items():
+                if book._user(str(user).encode()) is None:
+                    raise ValueError("a user key that is not a registered user")
                 book.preferences.restore(str(user), History.from_dict(hist))
             if data.get("settled") is not None:
                 levels = np.frombuffer(zlib.decompress(data["settled"]), dtype=np.uint8)
@@ -198,6 +222,10 @@ class LevelBook:
                 book.settled = levels.copy()
                 book.settled_names = [str(n) for n in data["settled_names"]]
                 book.default = int(data["settled_default"])
+                if not 0 <= book.default < len(book.settled_names) or (
+                    len(levels) and int(levels.max()) >= len(book.settled_names)
+                ):
+                    raise ValueError("levels book: a settled level without a name")
         return book
 
 
