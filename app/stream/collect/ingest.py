@@ -338,13 +338,19 @@ async def _read_to_end(
     consumer: AIOKafkaConsumer, tps: list[TopicPartition], until: dict[TopicPartition, int]
 ) -> list[Any]:
     """Every record of ``tps`` from the beginning to their end (or, for a partition in
-    ``until``, up to that offset), in offset order per partition."""
+    ``until``, below that offset), in offset order per partition. The end is the high
+    watermark fetch responses report, not ListOffsets, which Tansu answers with the last
+    batch's base offset + 1 (a restore would miss the rest of that batch)."""
     consumer.assign(tps)
     await consumer.seek_to_beginning(*tps)
-    top = await consumer.end_offsets(tps)
-    stop = {tp: min(top[tp], until[tp]) if tp in until else top[tp] for tp in tps}
     out: list[Any] = []
-    while not all([await consumer.position(tp) >= stop[tp] for tp in tps]):
-        for records in (await consumer.getmany(timeout_ms=200)).values():
-            out.extend(r for r in records if r.offset < stop[TopicPartition(r.topic, r.partition)])
-    return out
+    while True:
+        for tp, records in (await consumer.getmany(timeout_ms=200)).items():  # tps only
+            out.extend(r for r in records if r.offset < until.get(tp, r.offset + 1))
+        done = True
+        for tp in tps:
+            high = consumer.highwater(tp)
+            end = None if high is None else min(high, until.get(tp, high))
+            done = done and end is not None and await consumer.position(tp) >= end
+        if done:
+            return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import sys
 import time
 from typing import Any
@@ -24,6 +25,8 @@ from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import continued
 from app.stream.topics import load_topics
 from app.utc import utc
+
+log = logging.getLogger(__name__)
 
 
 def read_ledger(settings: Settings, stream_id: str, timeout_s: float = 10.0) -> LedgerEntry | None:
@@ -57,13 +60,18 @@ def read_ledgers(settings: Settings, timeout_s: float = 10.0) -> dict[str, Ledge
                 if msg.error() or msg.key() is None:
                     continue
                 pos = (msg.offset() or 0) + 1
-                sid = json.loads(msg.key() or b'""')
-                value = msg.value()
-                raw = base64.b64decode(json.loads(value)) if value else None
-                if raw:
-                    entries[sid] = LedgerEntry.decode(raw)
+                try:  # a record the worker could not have written: refused, as on restore
+                    sid = json.loads(msg.key() or b'""')
+                    value = msg.value()
+                    raw = base64.b64decode(json.loads(value), validate=True) if value else None
+                    entry = LedgerEntry.decode(raw, str(sid)) if raw else None
+                except (ValueError, TypeError) as exc:  # JSON, base64, StateError
+                    log.error("ledger changelog record refused offset=%s: %s", pos - 1, exc)
+                    continue
+                if entry is not None:
+                    entries[str(sid)] = entry
                 else:
-                    entries.pop(sid, None)
+                    entries.pop(str(sid), None)
     finally:
         consumer.close()
     return entries
