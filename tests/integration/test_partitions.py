@@ -80,9 +80,10 @@ def test_a_changed_partition_count_is_refused(kafka, worker_factory, tmp_path: P
     worker = worker_factory(prefix, config).start()
     deadline = time.monotonic() + 60
     status, body = 0, ""
-    while time.monotonic() < deadline and "partitions" not in body:
+    while time.monotonic() < deadline and "refusing to count" not in body:
         status, body = worker.get("/readyz")
         time.sleep(0.5)
     assert worker.stop() == 0, worker.tail()
     assert status == 503, (status, body)
     assert "has 6 partitions but topics/events.yaml declares 4" in body, body
+    assert f"topic {events} has 6 partitions, topics/events.yaml declares 4" in body, body

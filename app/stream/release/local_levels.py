@@ -83,6 +83,9 @@ SETTLED_AT = -1e12
 """The time of the change a settled user's history starts from when it changes again: long
 before any slot, so that change's own gap is over in every slot the book is asked about."""
 
+BOOK_ERRORS = (LevelsError, zlib.error, ValueError, TypeError, AttributeError)
+"""What reading a stored book that is not one raises (garbage in the ledger's changelog)."""
+
 ReadPreferences = Callable[[dict[int, int]], Awaitable[list[PreferenceRecord]]]
 """Reads ``preferences`` from the given next offsets (per partition; absent: the beginning)."""
 
@@ -203,30 +206,51 @@ class LevelBook:
         A :class:`~app.stream.internal.StateError` (``key``: the ledger key) if it is not one."""
         try:
             return cls._from_dict(users, data, names)
-        except (LevelsError, zlib.error, ValueError, TypeError, KeyError, AttributeError) as exc:
+        except BOOK_ERRORS as exc:
             raise StateError("ledger", key, f"levels book malformed: {exc}") from None
 
     @classmethod
-    def _from_dict(cls, users: int, data: dict[str, Any] | None, names: Iterable[str]) -> LevelBook:
+    def _from_dict(cls, users: int, data: Any, names: Iterable[str]) -> LevelBook:
         book = cls(users, names)
-        if data:
-            book.offsets = {int(p): int(o) for p, o in data["offsets"].items()}
-            for user, hist in data["users"].items():
-                if book._user(str(user).encode()) is None:
-                    raise ValueError("a user key that is not a registered user")
-                book.preferences.restore(str(user), History.from_dict(hist))
-            if data.get("settled") is not None:
-                levels = np.frombuffer(zlib.decompress(data["settled"]), dtype=np.uint8)
-                if len(levels) != users:
-                    raise ValueError(f"levels book: {len(levels)} settled users, not {users}")
-                book.settled = levels.copy()
-                book.settled_names = [str(n) for n in data["settled_names"]]
-                book.default = int(data["settled_default"])
-                if not 0 <= book.default < len(book.settled_names) or (
-                    len(levels) and int(levels.max()) >= len(book.settled_names)
-                ):
-                    raise ValueError("levels book: a settled level without a name")
+        if not data:
+            return book
+        offsets, stored = data.get("offsets"), data.get("users")
+        if not (
+            isinstance(offsets, dict)
+            and all((_whole(p) or str(p).isdigit()) and _whole(o) for p, o in offsets.items())
+            and isinstance(stored, dict)
+        ):
+            raise ValueError("levels book: offsets or users malformed")
+        book.offsets = {int(p): int(o) for p, o in offsets.items()}
+        for user, hist in stored.items():
+            if not isinstance(user, str) or book._user(user.encode()) is None:
+                raise ValueError("a user key that is not a registered user")
+            book.preferences.restore(user, History.from_dict(hist))
+        if data.get("settled") is not None:
+            settled, names_, default = (
+                data["settled"],
+                data.get("settled_names"),
+                data.get("settled_default"),
+            )
+            if not (
+                isinstance(settled, bytes)
+                and isinstance(names_, list)
+                and all(isinstance(n, str) for n in names_)
+                and _whole(default)
+            ):
+                raise ValueError("levels book: settled levels malformed")
+            levels = np.frombuffer(zlib.decompress(settled), dtype=np.uint8)
+            if len(levels) != users:
+                raise ValueError(f"levels book: {len(levels)} settled users, not {users}")
+            if not default < len(names_) or (len(levels) and int(levels.max()) >= len(names_)):
+                raise ValueError("levels book: a settled level without a name")
+            book.settled, book.settled_names, book.default = levels.copy(), names_, default
         return book
+
+
+def _whole(value: Any) -> bool:
+    """A non-negative int (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class PreferenceReader:
