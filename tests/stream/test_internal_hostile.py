@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import math
+import time
 
 import msgpack
 import pytest
+from aiokafka import TopicPartition
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -469,3 +471,31 @@ def test_a_table_value_reads_as_bytes_or_a_state_error(value):
         assert exc.table == "ledger" and exc.key == "k"
     else:
         assert got == base64.b64decode(value)
+
+
+def test_the_collect_stage_dead_letters_a_preference_past_the_horizon(
+    make_settings, central_stream, fake_kafka
+):
+    from tests.stream.test_ingest import TWO_LEVELS, make_service, users_of
+
+    service = make_service(make_settings(central_stream(levels=TWO_LEVELS)), fake_kafka)
+    service._consumer.assign([TopicPartition(service.source, 0)])
+    asyncio.run(service.on_assigned([TopicPartition(service.source, 0)]))
+    first, second = users_of(0, service._partitions_total, 2)
+    level = packed({"level": "loose"})
+    ahead_ms = int((time.time() + 3600) * 1000)  # an hour ahead: past max(60 s, 2 slots)
+
+    async def apply():
+        service._apply_side_input(
+            fake_kafka.Rec("preferences", 0, 3, first.encode(), level, ahead_ms)
+        )
+        service._apply_side_input(
+            fake_kafka.Rec("preferences", 0, 4, second.encode(), level, 100_000)
+        )
+        await service._commit([])  # waits for the dead letter's send
+
+    asyncio.run(apply())
+    assert service.collector.preferences.history(first) is None
+    assert service.collector.preferences.history(second) is not None, "the next one applies"
+    (dead,) = service._producer.values(service.topics.dead_letter)
+    assert (msgpack.unpackb(dead)["reason"], msgpack.unpackb(dead)["offset"]) == ("bad_time", 3)

@@ -186,8 +186,8 @@ class IngestService(BatchConsumer):
             marks = {tp: restore.starts.get(tp.partition, 0) for tp in new}
             for rec in await _read_to_end(consumer, new, marks):
                 at, key = rec.timestamp / 1000, rec.key
-                owned = key and self.collector.owns(key, rec.partition)
-                if owned and not too_far(at, now, streams):
+                home = key and partition_for(key, self._partitions_total) == rec.partition
+                if home and not too_far(at, now, streams):
                     restore.asked(key.decode("utf-8", "replace"), rec.value, at)
         finally:
             await consumer.stop()
@@ -205,7 +205,8 @@ class IngestService(BatchConsumer):
     def _restore(self, rec: Any, restore: LevelsRestore) -> None:
         try:
             found = decode_levels(rec.key, rec.value, rec.partition)
-            if isinstance(found, UserLevels) and not self.collector.owns(rec.key, rec.partition):
+            home = partition_for(rec.key, self._partitions_total)
+            if isinstance(found, UserLevels) and home != rec.partition:
                 raise LevelsError("user record in another partition than its key's")
         except LevelsError as exc:
             self.policy(BadEvent("bad_levels", str(exc)), rec, log)
