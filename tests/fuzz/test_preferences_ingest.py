@@ -2,12 +2,14 @@
 
 A preference record may carry any key (not UTF-8, another partition's user, none), any value
 (:mod:`tests.fuzz.hostile`) and any Kafka timestamp: applying it never raises; a record outside its
-key's partition is refused as ``wrong_partition``; any other one sets a level (a value that is not
+key's partition is refused as ``wrong_partition``, one stamped past the horizon as ``bad_time``;
+any other one sets a level (a value that is not
 a level name means the default level) and leaves a history that packs for the ``levels`` topic.
 """
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 
 from app.stream.collect.ingest import IngestService
 from app.stream.collect.partitioning import partition_for
+from app.stream.collect.preferences import too_far
 from app.stream.config import load_settings
 from app.stream.records import REASONS, pack
 from app.stream.topics import load_topics
@@ -78,8 +81,13 @@ def test_hostile_preferences_are_applied_or_refused_never_fatal(service, batch) 
     for rec in batch:
         svc._apply_side_input(rec)
     for reason, rec in refused:
-        assert reason == "wrong_partition" and reason in REASONS
-        assert rec.key is not None and partition_for(rec.key, PARTITIONS) != rec.partition
+        assert reason in {"wrong_partition", "bad_time"} and reason in REASONS
+        assert rec.key is not None
+        if reason == "wrong_partition":
+            assert partition_for(rec.key, PARTITIONS) != rec.partition
+        else:  # in its partition, but stamped past the horizon
+            assert partition_for(rec.key, PARTITIONS) == rec.partition
+            assert too_far(rec.timestamp / 1000, time.time(), svc.settings.streams)
     for user in svc._unsaved:  # what the levels topic would get packs
         history = svc.collector.preferences.history(user)
         assert history is not None and pack(history.to_dict())

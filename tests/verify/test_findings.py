@@ -125,7 +125,7 @@ def test_partials_out_of_range_or_shape_are_refused_like_the_release_agent(tmp_p
         t.snap.partials.insert(0, Msg(0, 0, 1_051_500, b"s", raw))  # before the real one
     verdict = judge(t.stream, t.snap)
     assert verdict.ok, to_text(verdict)
-    assert verdict.refused == {"refused_range": 2, "refused_shape": 1}
+    assert verdict.refused == {"refused_malformed": 2, "refused_shape": 1}  # as the decoder does
 
 
 def test_another_configuration_than_the_topics_were_written_with_is_refused(tmp_path: Path):
