@@ -1,7 +1,7 @@
 """The streams file: parse and bound every field, one clear line per mistake.
 
-Streams come from one YAML file (``DPSTREAM_CONFIG``; the demo's default is
-``app/stream/default_streams.yaml``)::
+Streams come from one YAML file (``DPSTREAM_CONFIG``, else ``app/stream/default_streams.yaml``;
+``dpstream demo`` runs ``app/stream/demo_streams.yaml``)::
 
     streams:
       - id: clicks                  # stream id: key of releases, ledgers and metrics
@@ -332,7 +332,11 @@ def _values(
     if mode == "local":
         values["release_timeout_s"] = raw.get("release_timeout_s", LOCAL_RELEASE_TIMEOUT_S)
     values.update(mechanism=mech_raw.get("name", "pba"), noise=mech_raw.get("noise", "geometric"))
-    values["max_delay_s"] = raw.get("max_delay_s", max(60.0, 5 * float(values["slot_s"] or 0)))
+    try:
+        slot_s = float(values["slot_s"] or 0)
+    except (TypeError, ValueError):  # parse_stream refuses it, naming the field
+        slot_s = 0.0
+    values["max_delay_s"] = raw.get("max_delay_s", max(60.0, 5 * slot_s))
     prefix = f"DPSTREAM_STREAM_{_env_key(sid)}_"
     for suffix, key in OVERRIDABLE.items():
         if prefix + suffix in env:
@@ -478,11 +482,13 @@ def load_streams(path: Path, env: Mapping[str, str] | None = None) -> tuple[Stre
     """Read and validate the streams file; :class:`ConfigError` names the file and the field."""
     env = os.environ if env is None else env
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = read_yaml(path.read_text())
     except OSError as exc:
         raise ConfigError(f"cannot read streams file {path}: {exc.strerror}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{path}, {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+        raise ConfigError(f"{path} is not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("streams"), list) or not doc["streams"]:
         raise ConfigError(f"{path}: expected a mapping with a non-empty `streams:` list")
     _keys(str(path), doc, frozenset({"streams", "privacy"}))
@@ -494,3 +500,30 @@ def load_streams(path: Path, env: Mapping[str, str] | None = None) -> tuple[Stre
     if len(set(ids)) != len(ids):
         raise ConfigError(f"{path}: duplicate stream ids in {ids}")
     return with_units(streams, doc.get("privacy"), path)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that repeats a key (the last one would win)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                line = key_node.start_mark.line + 1
+                raise ConfigError(f"line {line}: duplicate key {key!r} (the last would win)")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(text: str) -> Any:
+    """``text`` as YAML (safe types only); :class:`ConfigError` for a repeated key.
+
+    >>> read_yaml("a: 1\\nb: 2")
+    {'a': 1, 'b': 2}
+    >>> read_yaml("a: 1\\na: 2")
+    Traceback (most recent call last):
+    ...
+    app.stream.errors.ConfigError: line 2: duplicate key 'a' (the last would win)
+    """
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
