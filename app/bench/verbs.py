@@ -83,19 +83,51 @@ def _module_paper(args: argparse.Namespace) -> int:
     (``args.rest``, ``-h`` included) and its ``run_cli`` runs them."""
     import importlib
 
+    from app.bench.datasets import missing, missing_line, require
+
     module = importlib.import_module(MODULES[args.paper])
     parser = argparse.ArgumentParser(
         prog=f"dpstream bench {args.paper}", description=PAPERS[args.paper]
     )
     module.add_arguments(parser)
-    return int(module.run_cli(parser.parse_args(args.rest)))
+    options = parser.parse_args(args.rest)
+    dest, comma = MODULE_DATA[args.paper]
+    chosen = getattr(options, dest)
+    names = chosen.split(",") if comma else list(chosen)
+    if chosen == parser.get_default(dest) and (skipped := [n for n in names if missing(n)]):
+        names = [n for n in names if n not in skipped]  # the defaults: run what is there
+        if not names:
+            print(
+                f"dpstream bench {args.paper}: {missing_line(skipped)}; its figures need one",
+                file=sys.stderr,
+            )
+            return 2
+        print(_fallback(args.paper, skipped, f"on {', '.join(names)}"), file=sys.stderr)
+    for name in names:
+        require(name)  # asked for by name: one line if it is not there
+    setattr(options, dest, ",".join(names) if comma else names)
+    return int(module.run_cli(options))
+
+
+MODULE_DATA = {"pldp": ("datasets", False), "optstream": ("data", False), "wn": ("data", True)}
+"""Each module verb's dataset option: its ``dest`` and whether it is comma-separated (else a
+list)."""
+
+
+def _fallback(paper: str, skipped: list[str], instead: str) -> str:
+    from app.bench.cli import fallback_note
+
+    return fallback_note(f"bench {paper}", skipped, instead)
 
 
 def _grid_paper(args: argparse.Namespace) -> int:
     """``dpstream bench pwsm`` / ``ldp-ids``: the paper's presets on its datasets."""
+    from app.bench.datasets import missing, require
     from app.bench.report.runs import RUNS, run_all
 
     prefix = args.paper + "-"
+    if args.dataset is not None:
+        require(args.dataset)  # asked for by name: one line if it is not there
     runs = [
         (name, ds)
         for name, ds in RUNS
@@ -103,6 +135,9 @@ def _grid_paper(args: argparse.Namespace) -> int:
         and (args.figure is None or name == prefix + args.figure)
         and (args.dataset is None or ds == args.dataset)
     ]
+    if skipped := sorted({ds for _, ds in runs if missing(ds)}):
+        runs = [(name, ds) for name, ds in runs if not missing(ds)]
+        print(_fallback(args.paper, skipped, "the runs on generated data"), file=sys.stderr)
     if not runs:
         print(
             f"dpstream bench {args.paper}: no run of figure {args.figure or 'any'} on dataset "

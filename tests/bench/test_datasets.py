@@ -240,3 +240,65 @@ def test_dataset_is_read_only_and_validated() -> None:
         Dataset("x", np.array([[0, 2]]), 2, ("a", "b"), 1, None, ("u", "v"), "absent", "")
     with pytest.raises(ValueError, match="slot"):
         parse_duration("0s")
+
+
+def test_a_public_data_set_missing_from_the_data_root_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DPSTREAM_DATA", str(tmp_path))
+    (tmp_path / "tdrive_sample600" / "taxi_log_2008_by_id").mkdir(parents=True)  # empty
+    assert datasets.missing("tdrive") and datasets.missing("msnbc")
+    assert not datasets.missing("sin")  # generated: never missing
+    with pytest.raises(datasets.DatasetMissing) as info:
+        load("tdrive")
+    line = str(info.value)
+    assert "\n" not in line and "DPSTREAM_DATA" in line and "docs/datasets.md" in line
+    assert str(tmp_path / "tdrive_sample600") in line
+    with pytest.raises(datasets.DatasetMissing, match="msnbc not found"):
+        load("msnbc")
+    (tmp_path / "tdrive_sample600" / "taxi_log_2008_by_id" / "1.txt").write_text("")
+    assert not datasets.missing("tdrive")
+
+
+def test_the_datasets_doc_names_every_public_data_set_and_its_layout() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "datasets.md").read_text()
+    for name, path in datasets.PUBLIC_DATA.items():
+        assert f"`{name}`" in doc and path in doc, name
+    assert "DPSTREAM_DATA" in doc
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "--preset", "pwsm-eps", "--dataset", "tdrive", "--quick"],
+        ["bench", "pwsm", "--quick", "--dataset", "tdrive"],
+        ["bench", "wn", "--quick"],
+        ["bench", "optstream", "--quick", "--data", "rte2013"],
+        ["bench", "results", "--quick"],
+    ],
+)
+def test_a_bench_verb_without_the_data_it_needs_says_so_in_one_line(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from app.cli import main
+
+    monkeypatch.setenv("DPSTREAM_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "DPSTREAM_DATA" in err and "not found" in err
+
+
+def test_bench_quick_runs_on_generated_data_without_the_public_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A clone has no data: the preset falls back to its first generated data set, saying so."""
+    from app.cli import main
+
+    monkeypatch.setenv("DPSTREAM_DATA", str(tmp_path / "empty"))
+    monkeypatch.chdir(tmp_path)
+    argv = ["bench", "--preset", "pwsm-eps", "--quick", "--jobs", "1", "--out", "out"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "tdrive not found" in err and "running on tlns instead" in err
+    assert (tmp_path / "out" / "results.csv").read_text().count("\n") > 1

@@ -18,7 +18,9 @@ loader registry:
     the stream names select ``stream`` directly.
 
 Raw data is read from ``$DPSTREAM_DATA`` or ``<repository>/../shared/data/raw``
-(:func:`data_root`); nothing is cached.
+(:func:`data_root`); nothing is cached. A public data set that is not there
+(:data:`PUBLIC_DATA`, :func:`missing`) is :class:`DatasetMissing`, one line naming
+``DPSTREAM_DATA`` and docs/datasets.md; the bench verbs run their generated data sets instead.
 
 >>> ds = load("sin", paper="pwsm", N=50, T=4, seed=1)
 >>> ds.name, ds.values.shape, ds.d, ds.options["stream"]
@@ -34,9 +36,14 @@ from typing import Any
 from app.bench.datasets.base import (
     MISSING_POLICIES,
     NO_RECORD,
+    PUBLIC_DATA,
     Dataset,
+    DatasetMissing,
     data_root,
+    missing,
+    missing_line,
     parse_duration,
+    require,
 )
 from app.bench.datasets.checkins import load_checkins
 from app.bench.datasets.msnbc import load_msnbc
@@ -46,7 +53,9 @@ from app.bench.datasets.tdrive import load_tdrive
 __all__ = [
     "MISSING_POLICIES",
     "NO_RECORD",
+    "PUBLIC_DATA",
     "Dataset",
+    "DatasetMissing",
     "LOADERS",
     "data_root",
     "load",
@@ -54,8 +63,11 @@ __all__ = [
     "load_msnbc",
     "load_synthetic",
     "load_tdrive",
+    "missing",
+    "missing_line",
     "names",
     "parse_duration",
+    "require",
 ]
 
 LOADERS: dict[str, Callable[..., Dataset]] = {

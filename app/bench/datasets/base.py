@@ -184,6 +184,58 @@ def data_root() -> Path:
     return Path(__file__).resolve().parents[3].parent / "shared" / "data" / "raw"
 
 
+PUBLIC_DATA = {
+    "tdrive": "tdrive_sample600/taxi_log_2008_by_id",
+    "msnbc": "msnbc/msnbc990928.zip",
+    "rte2013": "rte_regional_2013/2013-01.json.gz",
+    "diginetica": "diginetica_sample/sample_train-item-views.csv",
+    "checkins": "foursquare/checkins.tsv",
+}
+"""The public data sets the benchmarks read, by name, and where each lies under
+:func:`data_root` (docs/datasets.md: source, licence, layout, checksum). Every other dataset
+name is generated."""
+
+
+class DatasetMissing(FileNotFoundError):
+    """A public data set is not under :func:`data_root`; the message is one line to print."""
+
+
+def missing(name: str) -> bool:
+    """Whether ``name`` is a public data set that is not under :func:`data_root` (an empty
+    folder counts as missing); generated data sets are never missing.
+
+    >>> missing("sin")
+    False
+    """
+    if name not in PUBLIC_DATA:
+        return False
+    path = data_root() / PUBLIC_DATA[name]
+    return not path.exists() or (path.is_dir() and not any(path.iterdir()))
+
+
+def missing_line(names: list[str]) -> str:
+    """One line saying which public data sets are missing and how to get them.
+
+    >>> import os; os.environ["DPSTREAM_DATA"] = "/data"
+    >>> print(missing_line(["tdrive"]))
+    tdrive not found: expected /data/tdrive_sample600/taxi_log_2008_by_id; set DPSTREAM_DATA \
+to the folder holding it (docs/datasets.md: where the public data comes from)
+    >>> del os.environ["DPSTREAM_DATA"]
+    """
+    where = ", ".join(str(data_root() / PUBLIC_DATA[n]) for n in names)
+    return (
+        f"{', '.join(names)} not found: expected {where}; set {DATA_ENV} to the folder holding "
+        f"{'them' if len(names) > 1 else 'it'} (docs/datasets.md: where the public data comes "
+        "from)"
+    )
+
+
+def require(name: str) -> None:
+    """Raise :class:`DatasetMissing` (one line) if ``name`` is a missing public data set."""
+    if missing(name):
+        raise DatasetMissing(missing_line([name]))
+
+
 def fill_slots(
     user: npt.NDArray[np.integer[Any]],
     slot: npt.NDArray[np.integer[Any]],

@@ -22,7 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from app.bench.datasets.base import Dataset, check_missing, data_root, fill_slots
+from app.bench.datasets.base import (
+    Dataset,
+    check_missing,
+    data_root,
+    fill_slots,
+    require,
+)
 
 MAX_CELLS = 1 << 28
 """Largest ``T * N`` the loader builds (256M one-byte cells)."""
@@ -70,6 +76,8 @@ def load_msnbc(
     for name, opt in (("max_users", max_users), ("max_slots", max_slots)):
         if opt is not None and (isinstance(opt, bool) or not isinstance(opt, int) or opt < 1):
             raise ValueError(f"{name} must be an integer >= 1, got {opt!r}")
+    if path is None:
+        require("msnbc")
     source = Path(path) if path is not None else default_path()
     text = _read_text(source)
     head, sep, body = text.partition(_MARKER)

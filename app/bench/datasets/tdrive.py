@@ -38,7 +38,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from app.bench.datasets.base import Dataset, check_missing, data_root, fill_slots, parse_duration
+from app.bench.datasets.base import (
+    Dataset,
+    check_missing,
+    data_root,
+    fill_slots,
+    parse_duration,
+    require,
+)
 
 BEIJING = timezone(timedelta(hours=8))
 """The clock of the T-Drive timestamps."""
@@ -150,6 +157,8 @@ def load_tdrive(
         raise ValueError(f"regions must be an integer >= 1, got {regions!r}")
     if region_map not in REGION_MAPS:
         raise ValueError(f"region_map must be one of {REGION_MAPS}, got {region_map!r}")
+    if path is None:
+        require("tdrive")
     folder = Path(path) if path is not None else default_dir()
     slot_s = parse_duration(slot)
     start_dt = datetime.fromisoformat(start) if isinstance(start, str) else start
