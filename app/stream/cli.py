@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.stream.errors import ServiceError
+from app.stream.errors import ConfigError, ServiceError
 
 EXIT_CONFIG = 2
 EXIT_FAILURE = 1
@@ -30,18 +30,55 @@ def _settings(args: argparse.Namespace) -> Any:
     return load_settings(config=getattr(args, "config", None))
 
 
-def preflight(args: argparse.Namespace) -> Any:
-    """Load the settings and probe the broker once; return the settings.
+def preflight(args: argparse.Namespace, match: bool = False) -> Any:
+    """Load the settings and probe the broker once (with ``match``, then
+    :func:`match_config`); return the settings.
 
-    Raises the :class:`ServiceError` to print: a configuration error, or
-    :class:`~app.stream.errors.BrokerUnreachable`.
+    Raises the :class:`ServiceError` to print: a configuration error,
+    :class:`~app.stream.errors.BrokerUnreachable` or :class:`ConfigMismatch`.
     """
     from app.stream.kafka import probe, probe_timeout_s
 
     settings = _settings(args)
     timeout_s = getattr(args, "broker_timeout", None) or probe_timeout_s()
     probe(settings, timeout_s)
+    if match:
+        match_config(settings, timeout_s)
     return settings
+
+
+def match_config(settings: Any, timeout_s: float | None = None) -> None:
+    """Refuse a configuration that does not describe the deployment the broker holds: a
+    configured stream whose stored ledger was written by another mechanism or other parameters
+    (its fingerprint). :class:`ConfigMismatch`, one line; streams without a ledger pass.
+
+    The worker refuses the same ledger itself (:func:`~app.stream.ops.ledger_view.check_ledgers`,
+    which says how to change a stream); the other verbs read the deployment with the file they
+    were given, which is then most likely the wrong file.
+    """
+    from app.dp.errors import StateMismatchError
+    from app.stream.kafka import probe_timeout_s
+    from app.stream.ops.ledger_view import read_ledgers
+
+    entries = read_ledgers(settings, timeout_s or probe_timeout_s())
+    for stream in settings.streams:
+        entry = entries.get(stream.id)
+        if entry is None or entry.state is None:
+            continue
+        try:
+            stream.build_mechanism().load_state(entry.state)
+        except StateMismatchError as exc:
+            raise ConfigMismatch(
+                f"{settings.config_path} does not describe the deployment at {settings.broker}: "
+                f"the ledger of stream {stream.id!r} was written under another configuration "
+                f"({exc}); "
+                "pass the worker's streams file (--config FILE or DPSTREAM_CONFIG; `dpstream "
+                "demo` prints the line to export)"
+            ) from None
+
+
+class ConfigMismatch(ConfigError):
+    """The streams file a verb was given is not the one the deployment's worker runs."""
 
 
 def _fail(verb: str, exc: BaseException | str) -> None:
@@ -112,7 +149,7 @@ def _ledger_show(args: argparse.Namespace) -> int:
     try:
         settings = _settings(args)
         stream = settings.stream(args.stream)
-        settings = preflight(args)
+        settings = preflight(args, match=True)
         from app.stream.ops.ledger_view import watch
 
         return watch(settings, stream, args.timeout, args.json, args.watch)
@@ -137,10 +174,16 @@ def add_broker_timeout(p: argparse.ArgumentParser) -> None:
     )
 
 
+CONFIG_HELP = (
+    "streams YAML (default: $DPSTREAM_CONFIG, else app/stream/default_streams.yaml; "
+    "`dpstream demo` runs app/stream/demo_streams.yaml and prints the line to export)"
+)
+"""The ``--config`` help of every verb that reads the streams file."""
+
+
 def register(subparsers: Any) -> None:
     """Add the service verbs to the ``dpstream`` parser."""
-    config_help = "streams YAML (default: $DPSTREAM_CONFIG, else the packaged demo file)"
-
+    config_help = CONFIG_HELP
     p = subparsers.add_parser(
         "worker",
         help="run the Faust worker (collect + release); configured by DPSTREAM_* variables",

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from app.stream.cli import add_broker_timeout
+from app.stream.cli import CONFIG_HELP, add_broker_timeout
 
 EXIT_CONFIG = 2
 
@@ -24,6 +24,7 @@ def _simulate_devices(args: argparse.Namespace) -> int:
     import numpy as np
 
     from app.dp.noise import secure_rng
+    from app.stream.cli import match_config
     from app.stream.config import load_settings
     from app.stream.errors import ServiceError
     from app.stream.kafka import confluent_config, probe, probe_timeout_s
@@ -51,6 +52,7 @@ def _simulate_devices(args: argparse.Namespace) -> int:
         topics = load_topics(settings.topic_prefix)
         kafka = confluent_config(settings)
         probe(settings, args.broker_timeout or probe_timeout_s())
+        match_config(settings, args.broker_timeout)
     except (ServiceError, ValueError) as exc:
         print(f"dpstream simulate devices: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -119,7 +121,7 @@ def _add_producer_arguments(p: argparse.ArgumentParser, config_help: str) -> Non
 
 def register(subparsers: Any) -> None:
     """Add the tools' verbs to the ``dpstream`` parser."""
-    config_help = "streams YAML (default: $DPSTREAM_CONFIG, else the packaged demo file)"
+    config_help = CONFIG_HELP
     p = subparsers.add_parser(
         "demo",
         help="embedded broker (unless DPSTREAM_BROKER is set) + topics + worker + synthetic "
@@ -197,7 +199,7 @@ def register(subparsers: Any) -> None:
         default="synthetic:sin",
         help="true values: synthetic:<sin|log|tlns|wave> or dataset:<name> (default synthetic:sin)",
     )
-    s.add_argument("--config", type=Path, help="streams YAML (default: $DPSTREAM_CONFIG)")
+    s.add_argument("--config", type=Path, help=CONFIG_HELP)
     s.add_argument("--duration", type=float, default=0.0, help="stop after N seconds (0: never)")
     s.add_argument("--seed", type=int, help="seed the devices' randomness (tests only)")
     s.add_argument("--log-level", default="INFO", help="logging level (default INFO)")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shlex
 import signal
 import subprocess
 import sys
@@ -303,6 +304,22 @@ def format_local(
     return "\n".join(lines)
 
 
+EXPORTED = ("DPSTREAM_BROKER", "DPSTREAM_CONFIG", "DPSTREAM_TOPIC_PREFIX")
+"""What the other verbs need to read the demo's deployment (a prefix only if one is set)."""
+
+
+def export_line(env: dict[str, str]) -> str:
+    """The environment the other verbs need to look at this demo, as a line to paste.
+
+    >>> print(export_line({"DPSTREAM_BROKER": "127.0.0.1:9092", "DPSTREAM_CONFIG": "/a b.yaml"}))
+    Other verbs (ledger show, releases tail, verify), from another shell:
+      export DPSTREAM_BROKER=127.0.0.1:9092 DPSTREAM_CONFIG='/a b.yaml'
+    """
+    pairs = " ".join(f"{k}={shlex.quote(env[k])}" for k in EXPORTED if env.get(k))
+    head = "Other verbs (ledger show, releases tail, verify), from another shell:"
+    return f"{head}\n  export {pairs}"
+
+
 def check_streams(settings: Settings, local: bool) -> None:
     """Refuse a configuration without a stream of the demo's mode, saying what to pass."""
     if local and not any(s.local for s in settings.streams):
@@ -398,6 +415,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             f"budget as JSON: http://127.0.0.1:{port}/budget",
             flush=True,
         )
+        print(export_line(env), flush=True)
         print(header(settings), flush=True)
         post = getattr(args, "post", "none")
         truth = Truth()

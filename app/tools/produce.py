@@ -25,6 +25,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from app.stream.cli import match_config
 from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
@@ -252,7 +253,9 @@ def produce_events(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    probe(settings, getattr(args, "broker_timeout", None) or probe_timeout_s())
+    timeout_s = getattr(args, "broker_timeout", None) or probe_timeout_s()
+    probe(settings, timeout_s)
+    match_config(settings, timeout_s)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     deliveries = Deliveries()

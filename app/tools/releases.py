@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from app.client.releases import NewerSchemaError, ReleaseReader, SlotRelease, guarantee_text
+from app.stream.cli import match_config
 from app.stream.config import load_settings
 from app.stream.errors import ServiceError
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
@@ -151,6 +152,7 @@ def tail(args: argparse.Namespace) -> int:
         topic = load_topics(settings.topic_prefix).releases
         timeout_s = args.broker_timeout or probe_timeout_s()
         probe(settings, timeout_s)
+        match_config(settings, timeout_s)
         seen = streams_seen(confluent_config(settings), topic, timeout_s)
         reader = ReleaseReader(
             confluent_config(settings),

@@ -95,9 +95,9 @@ def render(stream: StreamConfig, entry: LedgerEntry) -> str:
     whose users report with their whole ``eps``) and the pending collection request (slot,
     round, cohort size, deadline, whether the broker acknowledged it).
     """
-    mechanism: Any = stream.build_mechanism()
-    if entry.state is not None:
-        mechanism.load_state(entry.state)
+    mechanism: Any = (
+        continued(stream, entry.state) if entry.state is not None else stream.build_mechanism()
+    )
     lines = [
         f"stream {stream.id}: {mechanism.describe()}",
         f"next slot {entry.next_slot} (last release published: {entry.published})",
