@@ -142,6 +142,12 @@ def register(subparsers: Any) -> None:
         default="none",
         help="post-process what is printed: clamp at 0 and round (no privacy cost)",
     )
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="each release by label, with the budget each user spent (default: the compact "
+        "line of `releases tail`)",
+    )
     p.set_defaults(func=_demo)
 
     p = subparsers.add_parser(

@@ -17,6 +17,7 @@ directory, since the broker's data dies with it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import secrets
 import shlex
@@ -26,11 +27,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from app.client.releases import ReleaseReader
+from app.client.releases import ReleaseReader, SlotRelease
 from app.dp.budget import PEAK_LABEL
 from app.stream.broker import EmbeddedBroker, free_port
 from app.stream.config import Settings, StreamConfig, load_settings
@@ -39,6 +41,7 @@ from app.stream.kafka import confluent_config, probe, probe_timeout_s
 from app.stream.ops.status import DEMO_TRUTH_ENV
 from app.stream.topics import Topics, create_topics, load_topics
 from app.tools.produce import Truth, synthetic_events
+from app.tools.releases import compact_parts
 from app.tools.simulator import DeviceWatch, SlotAnswers
 from app.utc import utc_time
 
@@ -97,28 +100,66 @@ def _print_releases(
     truth: Truth | None = None,
     truth_file: Path | None = None,
     watch: DeviceWatch | None = None,
+    wide: bool = False,
+    printed: list[int] | None = None,
 ) -> None:
     """Print each new release (the reader checks the schema and drops duplicate copies), with
     the synthetic truth of its slot under it (local streams: what the devices knew, from
-    ``watch``)."""
+    ``watch``): the compact line of ``releases tail``, or with ``wide`` every field. Counts the
+    releases printed in ``printed[0]``."""
     with ReleaseReader(confluent_config(settings), topics.releases) as reader:
         while not stop.is_set():
             release = reader.poll(0.5)
             if release is None:
                 continue
             rel = release.to_json()
-            if settings.stream(rel["stream"]).local:
+            local = settings.stream(rel["stream"]).local
+            answers = watch.slot(rel["stream"], rel["slot"]) if local and watch else None
+            if not wide:
+                known: Sequence[float] | None = answers.truth if answers else None
+                if not local and truth is not None:
+                    known = truth.histogram(rel["stream"], rel["slot"])
+                text = format_compact(release, post, local, known)
+                if local and watch is not None:
+                    text = "\n".join([text, *local_notes(rel, answers)])
+            elif local:
                 if watch is None:
                     text = format_release(settings, rel, post)
                 else:
-                    answers = watch.slot(rel["stream"], rel["slot"])
                     text = format_local(settings, rel, post, answers, watch.peaks(rel["stream"]))
             else:
                 exact = truth.histogram(rel["stream"], rel["slot"]) if truth else None
                 text = format_release(settings, rel, post, exact)
             print(text, flush=True)
+            if printed is not None:
+                printed[0] += 1
             if truth is not None and truth_file is not None:
                 truth.dump(truth_file)  # the status page draws it (demo only)
+
+
+def format_compact(
+    release: SlotRelease, post: str, local: bool, truth: Sequence[float] | None = None
+) -> str:
+    """The compact line of ``releases tail`` (after ``--post``), and under its cells the
+    slot's truth with the mean error of the values shown.
+
+    >>> r = SlotRelease("clicks", 7, 14.0, 16.0, (3.4, -1.2), True, "pba", {}, 1, 1)
+    >>> print(format_compact(r, "none", False, [4, 0]))
+    clicks 7 00:00:14Z fresh  |    3   -1
+                        truth |    4    0 | mean error 0.9
+    """
+    if post != "none":
+        values = tuple(post_process(list(release.histogram), local))
+        release = dataclasses.replace(release, histogram=values)
+    head, cells, rest = compact_parts(release, frequencies=local)
+    line = " ".join([head, *cells]) + rest
+    if truth is None:
+        return line
+    shown = list(zip(release.histogram, truth, strict=True))[: len(cells)]
+    exact = " ".join(f"{t:6.3f}" if local else f"{t:4.0f}" for _, t in shown)
+    error = sum(abs(float(x) - t) for x, t in shown) / max(1, len(shown))
+    digits = 3 if local else 1
+    return f"{line}\n{'truth'.rjust(len(head) - 2)} | {exact} | mean error {error:.{digits}f}"
 
 
 def per_user_spent(stream: StreamConfig, spent: float, level: str) -> float:
@@ -161,8 +202,11 @@ def _asks_cohorts(stream: StreamConfig) -> bool:
         return False
 
 
-def header(settings: Settings) -> str:
-    """What the demo's release lines mean, printed once before them."""
+def header(settings: Settings, wide: bool = False) -> str:
+    """What the demo's release lines mean, printed once before them (``wide``: the lines of
+    ``--wide``, with the labels and the budget spent)."""
+    if not wide:
+        return _compact_header(settings)
     lines = [
         "Each line is one released slot: stream, slot number, slot start (UTC), fresh or "
         "repeat, the noisy histogram, and the privacy budget spent.",
@@ -206,6 +250,25 @@ def header(settings: Settings) -> str:
         levels = ", ".join(f"{lv.name} (w={lv.w}, eps={lv.eps:g})" for lv in stream.levels)
         kind = "local" if stream.local else "central"
         lines.append(f"  stream {stream.id}: {kind}, {stream.slot_s:g} s slots, levels {levels}")
+    return "\n".join(lines)
+
+
+def _compact_header(settings: Settings) -> str:
+    """The legend of the compact lines: the columns, what fresh, repeat and truth mean."""
+    lines = [
+        "Each line is one released slot: stream, slot number, slot start (UTC), fresh (a newly "
+        "noised histogram) or repeat (the last one again, no publication budget spent), then "
+        "the noisy values in label order; `--wide`: by label, with the budget each user spent.",
+        "Under it, truth: what the demo alone knows about that slot (the service never does), "
+        "and the mean error the noise cost. Noisy counts can be negative (`--post clamp`).",
+    ]
+    for stream in settings.streams:
+        levels = ", ".join(f"{lv.name} (w={lv.w}, eps={lv.eps:g})" for lv in stream.levels)
+        values = "frequencies" if stream.local else "counts"
+        lines.append(
+            f"  stream {stream.id}: {'local' if stream.local else 'central'}, "
+            f"{stream.slot_s:g} s slots, levels {levels}; {values} of: {' '.join(stream.labels)}"
+        )
     return "\n".join(lines)
 
 
@@ -287,21 +350,26 @@ def format_local(
         diffs = [abs(float(x) - t) for x, t in zip(values, answers.truth, strict=True)]
         error = sum(diffs) / len(diffs)
         lines.append(f"{'truth'.rjust(len(head) - 3)} | {exact} | mean error {error:.3f}")
+    return "\n".join(lines + local_notes(rel, answers))
+
+
+def local_notes(rel: dict[str, Any], answers: SlotAnswers | None) -> list[str]:
+    """Under a local release: how many asked devices did not answer before the deadline, or
+    refused (``answers``; None: no request of the slot reached them)."""
     slot = rel["slot"]
     empty = not any(float(x) for x in rel["histogram"])
     if answers is None:
-        lines.append(
+        return [
             f"  no collection request of slot {slot} reached the devices before its deadline"
             + (": nothing to estimate" if empty else "")
+        ]
+    lines = []
+    if empty and answers.late < answers.asked:
+        lines.append(
+            "  all-zero frequencies: no estimate yet (the service counted no report of "
+            f"slot {slot} or of the slots before it)"
         )
-    else:
-        if empty and answers.late < answers.asked:
-            lines.append(
-                "  all-zero frequencies: no estimate yet (the service counted no report of "
-                f"slot {slot} or of the slots before it)"
-            )
-        lines += [f"  {text}" for text in answers.problems(slot)]
-    return "\n".join(lines)
+    return lines + [f"  {text}" for text in answers.problems(slot)]
 
 
 EXPORTED = ("DPSTREAM_BROKER", "DPSTREAM_CONFIG", "DPSTREAM_TOPIC_PREFIX")
@@ -383,6 +451,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     env.setdefault("DPSTREAM_LOG_LEVEL", "WARNING")
     worker: subprocess.Popen[bytes] | None = None
     stop = threading.Event()
+    printed = [0]
     threads: list[threading.Thread] = []
     try:
         if env.get("DPSTREAM_BROKER"):
@@ -401,9 +470,10 @@ def _run_demo(args: argparse.Namespace) -> int:
             [sys.executable, "-m", "app.stream", "worker"],
             env=env,
             start_new_session=True,
-            # The worker writes nothing to stdout but Faust's spinner, whose cursor escape codes
-            # would end up in piped output; its log goes to stderr either way.
-            stdout=None if sys.stdout.isatty() else subprocess.DEVNULL,
+            # The worker writes nothing to stdout but Faust's spinner, whose glyph would stay on
+            # the terminal after a stop (and whose escape codes would end up in piped output);
+            # its log goes to stderr.
+            stdout=subprocess.DEVNULL,
         )
         port = env["DPSTREAM_METRICS_PORT"]
         print(
@@ -416,14 +486,15 @@ def _run_demo(args: argparse.Namespace) -> int:
             flush=True,
         )
         print(export_line(env), flush=True)
-        print(header(settings), flush=True)
+        wide = getattr(args, "wide", False)
+        print(header(settings, wide), flush=True)
         post = getattr(args, "post", "none")
         truth = Truth()
         watch = DeviceWatch(truth)  # what only the simulated devices know (demo only)
         threads.append(
             threading.Thread(
                 target=_print_releases,
-                args=(settings, topics, stop, post, truth, truth_file, watch),
+                args=(settings, topics, stop, post, truth, truth_file, watch, wide, printed),
             )
         )
         if local:
@@ -467,3 +538,14 @@ def _run_demo(args: argparse.Namespace) -> int:
         if broker is not None:
             broker.stop()
         workdir.cleanup()
+        print(closing_line(printed[0], broker is not None), flush=True)
+
+
+def closing_line(printed: int, embedded: bool) -> str:
+    """The one line the demo ends with, whatever stopped it.
+
+    >>> print(closing_line(3, False))
+    demo stopped after 3 releases: worker and producers stopped, temporary folder removed
+    """
+    started = "worker, producers and embedded broker" if embedded else "worker and producers"
+    return f"demo stopped after {printed} releases: {started} stopped, temporary folder removed"

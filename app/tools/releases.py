@@ -75,19 +75,26 @@ def compact_line(release: SlotRelease, frequencies: bool = False) -> str:
     >>> line = compact_line(wide); len(line) <= COMPACT_WIDTH, line[-13:]
     (True, '(+28, --wide)')
     """
+    head, cells, rest = compact_parts(release, frequencies)
+    return " ".join([head, *cells]) + rest
+
+
+def compact_parts(release: SlotRelease, frequencies: bool = False) -> tuple[str, list[str], str]:
+    """The compact line's head (up to its ``|``), the value cells that fit in
+    :data:`COMPACT_WIDTH`, and what ends the line when some do not (``" (+N, --wide)"``, else
+    ``""``). Counts are 4 characters wide, frequencies 6 (the demo aligns its truth on them)."""
     kind = "fresh " if release.fresh else "repeat"
     if release.delayed:
         kind = "fresh*" if release.fresh else "repeat*"
     head = f"{release.stream} {release.slot} {release.start_utc[11:]} {kind} |"
     cells = [f"{x:6.3f}" if frequencies else f"{x:4.0f}" for x in release.histogram]
-    line = head
+    width = len(head)
     for i, cell in enumerate(cells):
         rest = f" (+{len(cells) - i}, --wide)"
-        fits = len(line) + 1 + len(cell) + (len(rest) if i < len(cells) - 1 else 0)
-        if fits > COMPACT_WIDTH:
-            return line + rest
-        line += " " + cell
-    return line
+        if width + 1 + len(cell) + (len(rest) if i < len(cells) - 1 else 0) > COMPACT_WIDTH:
+            return head, cells[:i], rest
+        width += 1 + len(cell)
+    return head, cells, ""
 
 
 def legend(stream: str, labels: tuple[str, ...] | None, slot_s: float | None) -> str:

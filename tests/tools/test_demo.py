@@ -61,14 +61,14 @@ def test_central_spent_is_shown_against_each_level_eps() -> None:
 
 
 def test_header_says_what_the_figures_mean() -> None:
-    text = demo.header(settings_of(DEFAULT_STREAMS))
+    text = demo.header(settings_of(DEFAULT_STREAMS), wide=True)
     for word in ("fresh", "repeat", "eps per user", "negative", "duplicates"):
         assert word in text
     assert "frequencies" not in text  # no local stream in the default file
 
 
 def test_local_header_speaks_of_frequencies_not_duplicate_events() -> None:
-    text = demo.header(settings_of(demo.LOCAL_STREAMS))
+    text = demo.header(settings_of(demo.LOCAL_STREAMS), wide=True)
     assert "frequencies" in text and "duplicates" not in text
 
 
@@ -134,7 +134,7 @@ def test_a_local_release_with_no_report_says_the_devices_did_not_answer() -> Non
     assert "no device answered this slot's collection request in time" in text
     fine = demo.format_release(settings, release(stream.id, {"standard": 2.0}, [0.4, 0.6]))
     assert "no device answered" not in fine
-    assert "per user, per window" in demo.header(settings)
+    assert "per user, per window" in demo.header(settings, wide=True)
 
 
 def local_release(stream: str, histogram: list[float], slot: int = 12) -> dict[str, object]:
@@ -224,3 +224,24 @@ def test_device_values_are_drawn_once_per_slot_and_the_wave_swings() -> None:
     assert abs(first.mean() - wave(3)[2]) < 0.05
     p = wave(WAVE_SLOTS)
     assert p.min() == pytest.approx(0.1) and p.max() == pytest.approx(0.9)
+
+
+def test_the_demo_prints_the_compact_line_of_releases_tail_with_its_truth_aligned() -> None:
+    """Issue 32: the demo's line was 225 characters; it is now releases tail's compact line."""
+    from app.client.releases import SlotRelease
+    from app.tools.releases import COMPACT_WIDTH, compact_line
+
+    stream = settings_of(demo.DEMO_STREAMS).streams[0]
+    hist = tuple(float(100 + 10 * i) for i in range(stream.d))
+    rel = SlotRelease(
+        stream.id, 897718126, 1795436252.0, 1795436254.0, hist, True, "pba", {"standard": 0.4}, 1, 1
+    )
+    truth = [103 + 10 * i for i in range(stream.d)]
+    first, second = demo.format_compact(rel, "none", False, truth).splitlines()
+    assert first == compact_line(rel) and len(first) <= COMPACT_WIDTH
+    assert len(second) <= COMPACT_WIDTH + 20 and second.endswith("mean error 3.0")
+    assert first.index("|") == second.index("|")
+    assert first.split("|")[1].split() == [f"{x:.0f}" for x in hist]
+    assert second.split("|")[1].split() == [str(t) for t in truth]
+    text = demo.header(settings_of(demo.DEMO_STREAMS))
+    assert "--wide" in text and " ".join(stream.labels) in text
