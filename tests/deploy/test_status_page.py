@@ -101,8 +101,7 @@ def test_status_page_in_headless_chromium(live_worker: LiveWorker, tmp_path: Pat
     assert white < 0.97 * 900 * 900, "the page is blank"
     bars = colors.get(_rgb(status.FRESH_COLOR), 0) + colors.get(_rgb(status.REPEAT_COLOR), 0)
     assert bars - LEGEND_PIXELS >= MIN_BAR_PIXELS, f"no histogram bars drawn ({bars} pixels)"
-    budget = colors.get(_rgb(status.BUDGET_COLOR), 0) + colors.get(
-        _rgb(status.BUDGET_HIGH_COLOR), 0
-    )
+    budget = colors.get(_rgb(status.BUDGET_COLOR), 0)
+    assert colors.get(_rgb(status.BUDGET_OVER_COLOR), 0) == 0, "red on a healthy worker"
     empty_track = colors.get((0xEE, 0xEE, 0xEE), 0)
     assert budget + empty_track >= 3 * 150 * 10, "no budget bars drawn"

@@ -81,11 +81,15 @@ def test_local_cohort_bars_are_labelled_per_user_per_window_and_not_alarming() -
     window = [WindowSpend(5, 2.0, Fraction(2))]
     html = "\n".join(status._stream_section(stream, _releases(stream.id, stream.d), window, 11))
     assert status.WINDOW_LABEL in html and "2 of eps 2 (100%)" in html
-    assert status.BUDGET_HIGH_COLOR not in html and "not the budget running out" in html
+    assert status.BUDGET_OVER_COLOR not in html and "not the budget running out" in html
     central = load_settings({}, config=DEFAULT_STREAMS).streams[0]
+    # Issue 32: a central window spent in full is the mechanism working: red is for alerts.
     full = [WindowSpend(lv.w, lv.eps, Fraction(repr(lv.eps))) for lv in central.levels]
     html = "\n".join(status._stream_section(central, _releases(central.id, central.d), full, 11))
-    assert status.BUDGET_HIGH_COLOR in html
+    assert status.BUDGET_OVER_COLOR not in html and "(100%)" in html
+    over = [WindowSpend(lv.w, lv.eps, 2 * Fraction(repr(lv.eps))) for lv in central.levels]
+    html = "\n".join(status._stream_section(central, _releases(central.id, central.d), over, 11))
+    assert status.BUDGET_OVER_COLOR in html
 
 
 def test_the_local_demo_says_on_the_page_which_slots_devices_missed(

@@ -46,10 +46,10 @@ RING = 12
 
 FRESH_COLOR = "#1f77b4"
 REPEAT_COLOR = "#a0a0a0"
-BUDGET_COLOR = "#ff7f0e"
-BUDGET_HIGH_COLOR = "#d62728"
-BUDGET_HIGH = 0.9
-"""A level whose window is at least this fraction spent is drawn in :data:`BUDGET_HIGH_COLOR`."""
+BUDGET_COLOR = "#9467bd"
+"""A level's bar, full or not: a mechanism spending its window's eps is working as designed."""
+BUDGET_OVER_COLOR = "#d62728"
+"""Red is for alerts: only a window spent beyond eps (which the ledger refuses) is drawn red."""
 
 REFRESH_S = 5
 
@@ -205,8 +205,7 @@ def _stream_section(
     cohorts = _asks_cohorts(config)
     for row in view["levels"]:
         frac = max(0.0, min(1.0, row["fraction"]))
-        high = frac >= BUDGET_HIGH and not cohorts  # cohorts: at the bound by design
-        color = BUDGET_HIGH_COLOR if high or row["fraction"] > 1 else BUDGET_COLOR
+        color = BUDGET_OVER_COLOR if row["fraction"] > 1 else BUDGET_COLOR
         bar = (
             f"<svg width='160' height='14' role='img'><rect width='160' height='14' "
             f"fill='#eeeeee'/><rect width='{160 * frac:.1f}' height='14' fill='{color}'/></svg>"
@@ -224,7 +223,8 @@ def _stream_section(
     out.append("</table>")
     note = (
         "The bar is the figure <b>eps</b> bounds: the most any one user of the level spent in "
-        "the w slots ending at the last released slot, as a fraction of eps."
+        "the w slots ending at the last released slot, as a fraction of eps. A full bar is "
+        "the mechanism using its budget, as designed; only a spend beyond eps would be red."
     )
     if cohorts:
         note += (
