@@ -185,6 +185,13 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="exit after S seconds without a new release (default 0: never)",
     )
+    t.add_argument(
+        "--count",
+        type=int,
+        default=0,
+        metavar="N",
+        help="exit after N releases (default 0: never; the chart's smoke test reads one)",
+    )
     t.add_argument("--config", type=Path, help=f"{config_help}; gives the labels")
     add_broker_timeout(t)
     t.set_defaults(func=_releases_tail)

@@ -14,7 +14,8 @@ Before it waits, it looks at the last records of the topic: a stream that is nei
 in the configuration is refused at once (exit 2), naming the streams seen, as ``kcat`` would
 show them; a configured stream without releases yet gets a note, and the wait.
 
-Exit codes: 0 after ``--idle-exit`` seconds without a new release or Ctrl-C; 2 for a
+Exit codes: 0 after ``--count`` releases, ``--idle-exit`` seconds without a new release or
+Ctrl-C; 2 for a
 configuration error, an unreachable broker or a stream seen nowhere; 1 when a record of a newer
 schema arrives.
 """
@@ -196,6 +197,8 @@ def tail(args: argparse.Namespace) -> int:
     if not args.json and not args.wide:
         print(legend(args.stream, labels, stream.slot_s if stream else None), file=sys.stderr)
     last = time.monotonic()
+    count = getattr(args, "count", 0)
+    shown = 0
     try:
         with reader:
             while args.idle_exit <= 0 or time.monotonic() - last < args.idle_exit:
@@ -204,6 +207,9 @@ def tail(args: argparse.Namespace) -> int:
                     continue
                 last = time.monotonic()
                 print(_render(release, labels, args, frequencies), flush=True)
+                shown += 1
+                if shown == count:
+                    break
     except NewerSchemaError as exc:
         print(f"dpstream releases tail: {exc}", file=sys.stderr)
         return EXIT_SCHEMA
