@@ -67,7 +67,7 @@ def test_sigterm_stops_broker_worker_and_removes_the_temp_folder(
         deadline = time.monotonic() + START_S
         assert proc.stdout is not None
         for line in proc.stdout:
-            if line.startswith("clicks slot") or time.monotonic() > deadline:
+            if line.startswith("clicks ") or time.monotonic() > deadline:
                 break
         started = _descendants(proc.pid)
         why = (tmp_path / "stderr.txt").read_text()[-2000:]
@@ -75,6 +75,9 @@ def test_sigterm_stops_broker_worker_and_removes_the_temp_folder(
         assert [p.name for p in temp.iterdir()][0].startswith("dpstream-demo-")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(STOP_S) == 0
+        rest = proc.stdout.read().splitlines()  # issue 32: one closing line, and it is last
+        assert rest[-1].startswith("demo stopped after ") and "temporary folder removed" in rest[-1]
+        assert sum("demo stopped" in line for line in rest) == 1
         time.sleep(0.5)
         assert [p for p in started if _alive(p)] == []
         assert list(temp.iterdir()) == []
