@@ -191,11 +191,10 @@ def _results(args: argparse.Namespace) -> int:
     if (no_plots := plotting_missing("bench results")) is not None:
         print(no_plots, file=sys.stderr)
         return 2
-    if not args.reuse and (absent := [n for n in RESULTS_DATA if missing(n)]):
+    if absent := [n for n in RESULTS_DATA if missing(n)]:
         print(
             f"dpstream bench results: {missing_line(absent)}; RESULTS.md compares the papers' "
-            "claims on them (`--reuse` rebuilds it from the stored runs; each paper's verb runs "
-            "on generated data without them)",
+            "claims on them (each paper's verb runs on generated data without them)",
             file=sys.stderr,
         )
         return 2
