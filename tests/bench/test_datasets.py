@@ -302,3 +302,21 @@ def test_bench_quick_runs_on_generated_data_without_the_public_sets(
     err = capsys.readouterr().err
     assert "tdrive not found" in err and "running on tlns instead" in err
     assert (tmp_path / "out" / "results.csv").read_text().count("\n") > 1
+
+
+@pytest.mark.slow  # a quick figure of each paper: 1-3 minutes on 2 busy cores
+@pytest.mark.parametrize("paper", ["pwsm", "ldp-ids"])
+def test_a_paper_verb_quick_skips_its_runs_on_missing_public_sets(
+    paper: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from app.cli import main
+
+    monkeypatch.setenv("DPSTREAM_DATA", str(tmp_path / "empty"))
+    monkeypatch.chdir(tmp_path)
+    argv = ["bench", paper, "--quick", "--figure", "eps", "--jobs", "1", "--out", "out"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "tdrive not found" in captured.err and "generated data instead" in captured.err
+    ran = {p.name for p in (tmp_path / "out").iterdir()}
+    assert ran and not any("tdrive" in name for name in ran)
+    assert "tdrive" not in captured.out and f"{paper}-eps on sin" in captured.out
