@@ -256,19 +256,20 @@ def header(settings: Settings, wide: bool = False) -> str:
 def _compact_header(settings: Settings) -> str:
     """The legend of the compact lines: the columns, what fresh, repeat and truth mean."""
     lines = [
-        "Each line is one released slot: stream, slot number, slot start (UTC), fresh (a newly "
-        "noised histogram) or repeat (the last one again, no publication budget spent), then "
-        "the noisy values in label order; `--wide`: by label, with the budget each user spent.",
-        "Under it, truth: what the demo alone knows about that slot (the service never does), "
-        "and the mean error the noise cost. Noisy counts can be negative (`--post clamp`).",
+        "Each line is one released slot: stream, slot number, slot start (UTC), then fresh",
+        "  (a newly noised histogram) or repeat (the last one again: no publication budget",
+        "  spent), and the noisy values in label order (`--wide`: by label, with the spend).",
+        "Under it, truth: the slot's true values, which only the demo knows (the service",
+        "  never does), and the mean error the noise cost. Noisy counts can be negative.",
     ]
     for stream in settings.streams:
         levels = ", ".join(f"{lv.name} (w={lv.w}, eps={lv.eps:g})" for lv in stream.levels)
         values = "frequencies" if stream.local else "counts"
-        lines.append(
-            f"  stream {stream.id}: {'local' if stream.local else 'central'}, "
-            f"{stream.slot_s:g} s slots, levels {levels}; {values} of: {' '.join(stream.labels)}"
-        )
+        lines += [
+            f"Stream {stream.id}: {'local' if stream.local else 'central'}, "
+            f"{stream.slot_s:g} s slots, levels {levels};",
+            f"  {values} of {' '.join(stream.labels)}",
+        ]
     return "\n".join(lines)
 
 
@@ -481,8 +482,8 @@ def _run_demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         print(
-            f"Status page (last releases, budget per level, lag): http://127.0.0.1:{port}/ ; "
-            f"budget as JSON: http://127.0.0.1:{port}/budget",
+            f"Status page: http://127.0.0.1:{port}/ (last releases, budget per level, lag; "
+            "as JSON: /budget)",
             flush=True,
         )
         print(export_line(env), flush=True)
