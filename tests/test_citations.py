@@ -23,9 +23,6 @@ THIS = Path(__file__).resolve().relative_to(ROOT).as_posix()
 # repository.
 OUTSIDE = re.compile(r"\bshared/(?!data/)[\w.-]|\b(?:DESIGN|ECOSYSTEM|STYLE)\.md\b|\bDESIGN\b")
 CITED_DOC = re.compile(r"\bdocs/(?:specs/)?[\w.-]+\.md\b")
-# Being rewritten by another change; its sentences are listed in the report. The
-# strict xfail fails as soon as it is clean, so that this line goes with it.
-PENDING = {"README.md"}
 
 
 def _tracked() -> list[str]:
@@ -76,16 +73,10 @@ def test_the_pattern_catches_what_it_must() -> None:
 
 
 def test_no_tracked_file_cites_outside_the_repository() -> None:
-    names = [n for n in _tracked() if n != THIS and n not in PENDING]
+    names = [n for n in _tracked() if n != THIS]
     assert len(names) > 100  # the listing worked
     found = [hit for name in names for hit in _outside_citations(name)]
     assert found == [], "citations of files outside the repository:\n" + "\n".join(found)
-
-
-@pytest.mark.xfail(strict=True, reason="README.md is being rewritten; see PENDING")
-@pytest.mark.parametrize("name", sorted(PENDING))
-def test_pending_files_are_clean_too(name: str) -> None:
-    assert _outside_citations(name) == []
 
 
 def test_cited_docs_exist() -> None:

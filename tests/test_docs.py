@@ -326,12 +326,6 @@ def test_every_doc_command_runs_as_written_against_the_demo(demo_env: dict[str, 
 
 
 @pytest.mark.integration
-@pytest.mark.xfail(
-    strict=True,
-    reason="verify on a live deployment waits for an idle gap that never comes; engineer "
-    "`verify` reads to the high watermark instead (issue 32 section 2): remove this marker "
-    "when that is merged",
-)
 def test_verify_as_the_docs_give_it_answers_against_the_demo(demo_env: dict[str, str]) -> None:
     """Issue 32 must-show: verify against the live demo answers in under 30 s."""
     assert _failures(_demo_commands(verify=True), demo_env, 45) == []

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.stream.cli import add_broker_timeout
+from app.stream.cli import CONFIG_HELP, add_broker_timeout
 
 EXIT_VIOLATION = 1
 EXIT_CONFIG = 2
@@ -98,9 +98,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="print the user ids of violations (the output is then as sensitive as events)",
     )
-    p.add_argument(
-        "--config", type=Path, help="streams YAML (default: $DPSTREAM_CONFIG, else the demo file)"
-    )
+    p.add_argument("--config", type=Path, help=CONFIG_HELP)
     p.add_argument(
         "--idle-s",
         type=float,
