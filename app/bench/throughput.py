@@ -62,7 +62,6 @@ from app.stream.broker import EmbeddedBroker, free_port
 from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.topics import TOPICS_DIR, create_topics, load_topics
 
-TARGET_EVENTS_S = 50_000
 GRACE_S = 0.3
 LABELS = [f"c{i}" for i in range(10)]
 READY_HOLD_S = 3.0

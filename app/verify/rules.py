@@ -106,11 +106,6 @@ def groups_of(
     )
 
 
-def same_window(a: int, b: int, w: int) -> bool:
-    """Whether slots ``a`` and ``b`` lie in one window of ``w`` slots."""
-    return abs(a - b) < w
-
-
 def over(spent: npt.NDArray[np.float64], eps: float) -> npt.NDArray[np.bool_]:
     """Which float window spends (as the audit reports them) exceed ``eps``, with the one
     tolerance for reported budgets (:data:`app.dp.budget.REPORT_TOLERANCE`)."""

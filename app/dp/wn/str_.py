@@ -197,20 +197,6 @@ class STR(GraphMechanism):
 
     publication_share = Fraction(1)
 
-    def _adaptive_params(self) -> dict[str, Any]:
-        return {
-            "kp": self.kp,
-            "ki": self.ki,
-            "kd": self.kd,
-            "pid_window": self.pid_window,
-            "theta": self.theta,
-            "s": self.s,
-            "p_max": self.p_max,
-            "eps_max": self.eps_max,
-            "process_var": self.process_var,
-            "interval_norm": self.interval_norm,
-        }
-
     @classmethod
     def test_params(cls) -> dict[str, Any]:
         return {
