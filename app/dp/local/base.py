@@ -52,7 +52,7 @@ from app.dp.local.population import (
     bitmap,
     default_buckets,
 )
-from app.dp.local.wire import CollectionRequest, Round, Tally
+from app.dp.local.wire import CollectionRequest, Round, Tally, mask_users
 from app.dp.mechanism import Mechanism, constructor_params
 from app.dp.oracles import FrequencyOracle, check_choice, make
 from app.dp.types import FloatArray, Group, IntArray, Release, Status, WindowSpend
@@ -341,6 +341,11 @@ class LocalMechanism(RoundDriven):
     def _level_vector(self) -> bytes | None:
         """Every user's level for :attr:`CollectionRequest.levels` (None: not personalized)."""
         return None
+
+    def expected_reports(self, request: CollectionRequest) -> IntArray:
+        """Users ``request`` asks, per group, were every asked user to answer: for noise-free
+        stand-ins of devices (:func:`app.dp.local.simulate.expected_tally`)."""
+        return np.array([int(mask_users(request, self.users).sum())], dtype=np.int64)
 
     def _asked(self, ask: Ask) -> IntArray:
         """Users asked per group."""

@@ -65,7 +65,7 @@ class LBA(LocalMechanism):
     >>> from app.dp.local.simulate import run_expected
     >>> m = LBA(d=2, eps=1.0, w=4, users=100_000)
     >>> freqs = [[1, 0]] * 3 + [[0.2, 0.8]] * 3 + [[0.9, 0.1]] * 2
-    >>> [(r.status, int(r.spent_pub[0] * 8)) for r in run_expected(m, freqs, None)]
+    >>> [(r.status, int(r.spent_pub[0] * 8)) for r in run_expected(m, freqs)]
     ... # doctest: +NORMALIZE_WHITESPACE
     [('publish', 2), ('nullified', 0), ('skip', 0), ('publish', 2), ('nullified', 0),
      ('skip', 0), ('publish', 2), ('nullified', 0)]

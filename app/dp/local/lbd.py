@@ -63,7 +63,7 @@ class LBD(LocalMechanism):
     >>> from app.dp.local.simulate import run_expected
     >>> m = LBD(d=2, eps=1.0, w=4, users=100_000)
     >>> freqs = [[1, 0], [1, 0], [0.2, 0.8], [0.6, 0.4], [0.6, 0.4]]
-    >>> [(r.status, float(r.spent_pub[0])) for r in run_expected(m, freqs, None)]
+    >>> [(r.status, float(r.spent_pub[0])) for r in run_expected(m, freqs)]
     ... # doctest: +NORMALIZE_WHITESPACE
     [('publish', 0.25), ('skip', 0.0), ('publish', 0.125), ('publish', 0.0625), ('skip', 0.0)]
 

@@ -68,7 +68,7 @@ class LPA(LocalMechanism):
     >>> from app.dp.local.simulate import run_expected
     >>> m = LPA(d=2, eps=1.0, w=4, users=800)
     >>> freqs = [[1, 0]] * 3 + [[0.2, 0.8]] * 3 + [[0.9, 0.1]] * 2
-    >>> [(r.status, r.users_dc, r.users_pub) for r in run_expected(m, freqs, None)]
+    >>> [(r.status, r.users_dc, r.users_pub) for r in run_expected(m, freqs)]
     ... # doctest: +NORMALIZE_WHITESPACE
     [('publish', 100, 200), ('nullified', 100, 0), ('skip', 100, 0), ('publish', 100, 200),
      ('nullified', 100, 0), ('skip', 100, 0), ('publish', 100, 200), ('nullified', 100, 0)]

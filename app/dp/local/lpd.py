@@ -80,7 +80,7 @@ class LPD(LocalMechanism):
     >>> from app.dp.local.simulate import run_expected
     >>> m = LPD(d=2, eps=1.0, w=4, users=800)
     >>> freqs = [[1, 0], [1, 0], [0.2, 0.8], [0.6, 0.4], [0.6, 0.4]]
-    >>> [(r.status, r.users_dc, r.users_pub) for r in run_expected(m, freqs, None)]
+    >>> [(r.status, r.users_dc, r.users_pub) for r in run_expected(m, freqs)]
     ... # doctest: +NORMALIZE_WHITESPACE
     [('publish', 100, 200), ('skip', 100, 0), ('publish', 100, 100), ('publish', 100, 50),
      ('skip', 100, 0)]

@@ -46,7 +46,6 @@ from app.dp.local.ops import SPLIT_RULES, OPSResult, SplitRule, ops
 from app.dp.local.personal_population import PersonalPopulation
 from app.dp.local.pfo import estimate, merge, pldp_variance, project_simplex, report_error
 from app.dp.local.pue import pue
-from app.dp.local.simulate import drive
 from app.dp.local.wire import CollectionRequest, Tally
 from app.dp.types import FloatArray, Group, IntArray
 
@@ -262,6 +261,13 @@ class PLDPMechanism(LocalMechanism):
 
     # -- M_r helpers -------------------------------------------------------------------------
 
+    def expected_reports(self, request: CollectionRequest) -> IntArray:
+        """Users ``request`` asks, per level (from the population's level counts)."""
+        cohort = request.cohort_buckets()
+        if cohort is None:
+            return self.population.level_totals()
+        return self.population.users_in_levels(cohort)
+
     def publication_error(self, cohort: IntArray) -> float:
         """``err`` (Eq. 7) of a publication by ``cohort``: population mix (Alg. 5 l.7) or the
         cohort's own mix (Alg. 3 l.16, spec A26); no PUE inside ``err`` (spec §2.4)."""
@@ -285,37 +291,3 @@ class PLDPMechanism(LocalMechanism):
             for g, s in zip(self.groups, self.shares, strict=True)
         )
         return f"W={self.window}, z={self.unit}, levels {shares}"
-
-
-def expected_tally(request: CollectionRequest, m: PLDPMechanism, f: Sequence[float]) -> Tally:
-    """The noise-free answer of every asked user when the values have frequencies ``f``.
-
-    Per level ``k``, ``n_k`` asked users give support ``rint(n_k (p_k f + q_k (1 - f)))`` at the
-    level's report budget: a deterministic stand-in for devices in examples.
-    """
-    cohort = request.cohort_buckets()
-    n = m.population.level_totals() if cohort is None else m.population.users_in_levels(cohort)
-    fa = np.asarray(f, dtype=np.float64)
-    rows = []
-    for k, e in enumerate(request.eps):
-        p, q = math.exp(e) / (math.exp(e) + m.d - 1), 1.0 / (math.exp(e) + m.d - 1)
-        rows.append(np.rint(n[k] * (p * fa + q * (1 - fa))).astype(np.int64))
-    return Tally(request.slot, request.round, np.array(rows), n)
-
-
-def run_expected(
-    m: PLDPMechanism, freqs: Sequence[Sequence[float]], rng: np.random.Generator | None = None
-) -> list[Any]:
-    """Run ``m`` over frequencies ``(T, d)`` answered by :func:`expected_tally`.
-
-    ``rng`` draws the cohorts and PUE (None: a generator seeded with 0). Returns the releases.
-    """
-    rng = np.random.default_rng(0) if rng is None else rng
-    out = []
-    for f in freqs:
-
-        def answer(request: CollectionRequest, f: Sequence[float] = f) -> Tally:
-            return expected_tally(request, m, f)
-
-        out.append(drive(m, answer, rng))
-    return out

@@ -69,7 +69,7 @@ class PLPA(PLDPMechanism):
     Example 7's start (n = 1000, w_max = 4, z = 125): the first publication absorbs two units
     (250 users), the next slot is nullified.
 
-    >>> from app.dp.local.pldp import run_expected
+    >>> from app.dp.local.simulate import run_expected
     >>> from app.dp.types import Group
     >>> levels = [Group(4, 0.5), Group(2, 1.0), Group(3, 1.5), Group(1, 2.0)]
     >>> m = PLPA(d=5, groups=levels, users=[350, 250, 250, 150])

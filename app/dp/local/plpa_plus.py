@@ -58,7 +58,7 @@ class PLPAPlus(PLPA):
     Example 5 (Example 4's users, ``z_opt = 333``, ``W = 3``): the first publication absorbs
     two units (666 users), the next slot is nullified, the third publishes one unit.
 
-    >>> from app.dp.local.pldp import run_expected
+    >>> from app.dp.local.simulate import run_expected
     >>> from app.dp.types import Group
     >>> levels = [Group(w, e) for e in (0.2, 0.4, 0.6, 0.8) for w in (1, 2, 3, 4)]
     >>> table = [29, 59, 92, 56, 98, 176, 273, 207, 62, 124, 188, 114, 64, 115, 202, 141]

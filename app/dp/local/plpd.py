@@ -90,7 +90,7 @@ class PLPD(PLDPMechanism):
     Example 6's schedule (n = 1000, w_max = 4, z = 125): publications of 250, 125, then 62
     users when ``n_r = 500 - (250 + 125)``.
 
-    >>> from app.dp.local.pldp import run_expected
+    >>> from app.dp.local.simulate import run_expected
     >>> from app.dp.types import Group
     >>> levels = [Group(4, 0.5), Group(2, 1.0), Group(3, 1.5), Group(1, 2.0)]
     >>> m = PLPD(d=5, groups=levels, users=[350, 250, 250, 150])

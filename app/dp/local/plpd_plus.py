@@ -65,7 +65,7 @@ class PLPDPlus(PLPD):
     the budgets of the ``w = 4`` users; publications of 500 users, a skipped candidate of 250,
     then 250; 251 users are left before recycling and 1084 after.
 
-    >>> from app.dp.local.pldp import run_expected
+    >>> from app.dp.local.simulate import run_expected
     >>> from app.dp.types import Group
     >>> levels = [Group(w, e) for e in (0.2, 0.4, 0.6, 0.8) for w in (1, 2, 3, 4)]
     >>> table = [29, 59, 92, 56, 98, 176, 273, 207, 62, 124, 188, 114, 64, 115, 202, 141]

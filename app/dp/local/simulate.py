@@ -15,21 +15,26 @@ import numpy as np
 import numpy.typing as npt
 
 from app.dp.local.base import LocalMechanism
-from app.dp.local.wire import CollectionRequest, Tally, mask_users
+from app.dp.local.wire import CollectionRequest, Tally
 from app.dp.oracles import make
 from app.dp.types import Release
 
 
-def expected_tally(request: CollectionRequest, reports: int, f: npt.ArrayLike) -> Tally:
-    """The noise-free answer of ``reports`` users with frequencies ``f`` (one group).
+def expected_tally(request: CollectionRequest, reports: npt.ArrayLike, f: npt.ArrayLike) -> Tally:
+    """The noise-free answer of ``reports[k]`` users of each group ``k`` with frequencies ``f``.
 
-    Support counts are their expectations ``n (p f + q (1 - f))``, rounded: a deterministic
-    stand-in for devices, for examples and for the conformance checks.
+    Group ``k`` answers with the request's oracle and budget ``k``; its support counts are their
+    expectations ``n_k (p_k f + q_k (1 - f))``, rounded: a deterministic stand-in for devices,
+    for examples and for the conformance checks. ``reports`` is usually what
+    :meth:`~app.dp.local.base.LocalMechanism.expected_reports` says the request asks.
     """
-    oracle = make(request.oracle[0], request.d, request.eps[0])
+    n = np.atleast_1d(np.asarray(reports, dtype=np.int64))
     fa = np.asarray(f, dtype=np.float64)
-    support = np.rint(reports * (oracle.p * fa + oracle.q * (1 - fa))).astype(np.int64)
-    return Tally(request.slot, request.round, support[None, :], np.array([reports]))
+    rows = []
+    for k in range(n.shape[0]):
+        oracle = make(request.oracle[k], request.d, request.eps[k])
+        rows.append(np.rint(n[k] * (oracle.p * fa + oracle.q * (1 - fa))).astype(np.int64))
+    return Tally(request.slot, request.round, np.array(rows), n)
 
 
 def drive(
@@ -48,7 +53,7 @@ def drive(
     >>> seen = []
     >>> def answer(request):
     ...     seen.append(request.round)
-    ...     return expected_tally(request, int(mask_users(request, m.users).sum()), [0.5, 0.5])
+    ...     return expected_tally(request, m.expected_reports(request), [0.5, 0.5])
     >>> release = drive(m, answer, np.random.default_rng(0))
     >>> release.slot, seen
     (1, ['publication'])
@@ -60,18 +65,20 @@ def drive(
 
 
 def run_expected(
-    mechanism: LocalMechanism, freqs: npt.ArrayLike, rng: np.random.Generator | None
+    mechanism: LocalMechanism, freqs: npt.ArrayLike, rng: np.random.Generator | None = None
 ) -> list[Release]:
-    """Run ``mechanism`` over frequencies ``(T, d)``, answering with :func:`expected_tally`.
+    """Run ``mechanism`` over frequencies ``(T, d)``, every asked user answering with
+    :func:`expected_tally` (per group, as :meth:`~LocalMechanism.expected_reports` counts them).
 
-    ``rng`` draws the cohorts (population division); None means a generator seeded with 0.
+    ``rng`` draws the cohorts (population division) and whatever else the mechanism draws;
+    None means a generator seeded with 0.
     """
     rng = np.random.default_rng(0) if rng is None else rng
     out = []
     for f in np.asarray(freqs, dtype=np.float64):
 
         def answer(request: CollectionRequest, f: npt.NDArray[np.float64] = f) -> Tally:
-            return expected_tally(request, int(mask_users(request, mechanism.users).sum()), f)
+            return expected_tally(request, mechanism.expected_reports(request), f)
 
         out.append(drive(mechanism, answer, rng))
     return out

@@ -10,8 +10,8 @@ import pytest
 from app.dp import registry
 from app.dp.local.ops import ops, select, shares_for, worst_window_spend
 from app.dp.local.pfo import count_error, grr_pq, project_simplex
-from app.dp.local.pldp import run_expected
 from app.dp.local.pue import rp_matrix, rp_probabilities
+from app.dp.local.simulate import run_expected
 from app.dp.types import Group
 
 # Example 4, Table III(a): users by eps row (0.2 .. 0.8) and w column (1 .. 4)
