@@ -18,26 +18,27 @@ reads every topic back and checks:
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
-import threading
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import msgpack
-import numpy as np
 import pytest
 
 from app.dp.local.wire import CollectionRequest, mask_users
-from tests.integration.load import assert_verified, wait_releases
+from tests.integration.devices import (
+    Tail,
+    check_reports,
+    device_stats,
+    kill9_in_rounds,
+    start_devices,
+    stop_devices,
+)
+from tests.integration.load import assert_verified, releases_by_slot, wait_releases
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 DEVICES = 3_000
 W = 3
 SLOT_S = 2.0
@@ -59,56 +60,6 @@ streams:
 """
 
 
-class Tail:
-    """A thread that records every ``collection-requests`` value as it arrives."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.values: list[bytes] = []
-        self.stop = threading.Event()
-        self.cond = threading.Condition()
-        self.thread = threading.Thread(target=self._run, args=(bootstrap, topic), daemon=True)
-        self.thread.start()
-
-    def _run(self, bootstrap: str, topic: str) -> None:
-        from confluent_kafka import Consumer, TopicPartition
-
-        c = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"tail-{time.time_ns()}",
-                "enable.auto.commit": False,
-                "fetch.wait.max.ms": 20,
-            }
-        )
-        try:
-            c.assign([TopicPartition(topic, 0, 0)])
-            while not self.stop.is_set():
-                msg = c.poll(0.05)
-                if msg is None or msg.error() or msg.value() is None:
-                    continue
-                with self.cond:
-                    self.values.append(msg.value() or b"")
-                    self.cond.notify_all()
-        finally:
-            c.close()
-
-    def wait_new(self, timeout_s: float) -> bool:
-        """Wait for a request newer than the ones seen so far."""
-        with self.cond:
-            n = len(self.values)
-            return self.cond.wait_for(lambda: len(self.values) > n, timeout_s)
-
-
-def _stop_sim(sim: subprocess.Popen[bytes]) -> None:
-    if sim.poll() is None:
-        sim.send_signal(signal.SIGTERM)
-    try:
-        sim.wait(20)
-    except subprocess.TimeoutExpired:
-        os.killpg(sim.pid, signal.SIGKILL)
-        sim.wait(5)
-
-
 def test_kill9_in_rounds_never_replans_a_cohort_nor_releases_twice(
     kafka, worker_factory, broker, tmp_path: Path
 ) -> None:
@@ -120,49 +71,10 @@ def test_kill9_in_rounds_never_replans_a_cohort_nor_releases_twice(
     # A short session timeout: a killed worker's group members expire sooner.
     worker = worker_factory(prefix, config, DPSTREAM_SESSION_TIMEOUT_S=SESSION_S).start()
     tail = Tail(broker.bootstrap, prefix + "collection-requests")
-    env = {
-        **os.environ,
-        "DPSTREAM_BROKER": broker.bootstrap,
-        "DPSTREAM_CONFIG": str(config),
-        "DPSTREAM_TOPIC_PREFIX": prefix,
-    }
-    sim_log = tmp_path / "devices.log"
-    with open(sim_log, "wb") as log:
-        sim = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [
-                sys.executable,
-                "-m",
-                "app.cli",
-                "simulate",
-                "devices",
-                "--stream",
-                "lc",
-                "--devices",
-                str(DEVICES),
-                "--seed",
-                "11",
-                "--duration",
-                "100",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    moments = []
+    sim = start_devices(broker, config, prefix, "lc", DEVICES, 11, 100, tmp_path / "devices.log")
     try:
         worker.wait_ready(60)
-        for i in range(KILLS):
-            assert tail.wait_new(20), f"no request within 20 s\n{worker.tail()}"
-            # Even kills: right after the request was produced (maybe before it is marked
-            # sent); odd kills: inside the round, while devices answer and reports are tallied.
-            delay = rnd.uniform(0.0, 0.05) if i % 2 == 0 else rnd.uniform(0.15, ROUND_S)
-            time.sleep(delay)
-            worker.kill9()
-            moments.append(round(delay, 3))
-            worker.start()
-            worker.wait_ready(60)
+        moments = kill9_in_rounds(worker, tail, rnd, KILLS, ROUND_S)
         seen = len(kafka.read(prefix + "releases", idle_s=0.3))
         wait_releases(kafka, prefix + "releases", seen + AFTER_KILLS, timeout_s=30, every_s=SLOT_S)
         assert worker.alive(), worker.tail()
@@ -170,16 +82,13 @@ def test_kill9_in_rounds_never_replans_a_cohort_nor_releases_twice(
         time.sleep(1.0)  # the simulator sees every request before it stops
     finally:
         tail.stop.set()
-        _stop_sim(sim)
+        stop_devices(sim)
         worker.kill9()
     tail.thread.join(5)
     assert worker.starts == KILLS + 1
 
     # Releases: one per slot, consecutive; duplicates byte-identical.
-    payloads: dict[int, set[bytes]] = defaultdict(set)
-    released = kafka.read(prefix + "releases", idle_s=1.0)
-    for m in released:
-        payloads[msgpack.unpackb(m.value())["slot"]].add(m.value())
+    payloads = releases_by_slot(kafka, prefix + "releases", "lc")
     slots = sorted(payloads)
     assert len(slots) >= AFTER_KILLS + 2, slots
     assert slots == list(range(slots[0], slots[-1] + 1)), "no slot missing"
@@ -202,24 +111,17 @@ def test_kill9_in_rounds_never_replans_a_cohort_nor_releases_twice(
 
     # Reports: each asked for, no user twice within its window.
     reports = [msgpack.unpackb(m.value()) for m in kafka.read(prefix + "reports", idle_s=1.0)]
-    by_user: dict[int, list[int]] = defaultdict(list)
-    for rep in reports:
-        assert asked[rep["slot"], rep["round"]][rep["user"]], rep
-        by_user[rep["user"]].append(rep["slot"])
-    for user, user_slots in by_user.items():
-        s = np.sort(user_slots)
-        assert (np.diff(s) >= W).all(), (user, s.tolist())
+    by_user = check_reports(reports, asked, W)
 
     # Devices: nothing refused; every request record answered, expired or a counted duplicate.
-    out = sim_log.read_text()
-    fields = (kv.split("=") for kv in out.strip().splitlines()[-1].split()[1:])
-    stats = {k: int(v) for k, v in fields if k != "stream"}
+    out = (tmp_path / "devices.log").read_text()
+    stats = device_stats(out)
     assert stats["refused"] == 0, out[-3000:]
     assert stats["reports"] == len(reports) > 0
     assert stats["requests"] + stats["expired"] + stats["duplicates"] == len(raw_requests), stats
     print(
         f"kills={KILLS} at +{moments}s after a request | slots={slots[0]}..{slots[-1]} "
-        f"({len(slots)}) release records={len(released)} | requests={len(raw_requests)} "
+        f"({len(slots)}) | requests={len(raw_requests)} "
         f"rounds={len(by_round)} resent={resent} | reports={len(reports)} users={len(by_user)} "
         f"| devices: {stats}"
     )

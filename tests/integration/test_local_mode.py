@@ -10,23 +10,17 @@ device it names.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import msgpack
-import numpy as np
 import pytest
 
 from app.dp.local.wire import CollectionRequest, mask_users
+from tests.integration.devices import check_reports, device_stats, start_devices, stop_devices
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 DEVICES = 10_000
 W = 3
 SLOT_S = 3.0
@@ -58,36 +52,8 @@ def test_devices_and_worker_release_one_histogram_per_slot(
     kafka.create_topics(prefix)
     # The exact counts asserted below are served only with the operator's opt-in.
     worker = worker_factory(prefix, config, DPSTREAM_EXPOSE_DATA_COUNTS="true").start()
-    env = {
-        **os.environ,
-        "DPSTREAM_BROKER": broker.bootstrap,
-        "DPSTREAM_CONFIG": str(config),
-        "DPSTREAM_TOPIC_PREFIX": prefix,
-    }
     sim_log = tmp_path / "devices.log"
-    with open(sim_log, "wb") as log:
-        sim = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [
-                sys.executable,
-                "-m",
-                "app.cli",
-                "simulate",
-                "devices",
-                "--stream",
-                "usage",
-                "--devices",
-                str(DEVICES),
-                "--seed",
-                "7",
-                "--duration",
-                "90",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    sim = start_devices(broker, config, prefix, "usage", DEVICES, 7, 90, sim_log)
     try:
         worker.wait_ready(60)
         deadline = time.monotonic() + 45
@@ -126,32 +92,20 @@ def test_devices_and_worker_release_one_histogram_per_slot(
         )
         time.sleep(3.0)
     finally:
-        if sim.poll() is None:
-            sim.send_signal(signal.SIGTERM)
-        try:
-            sim.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(sim.pid, signal.SIGKILL)
-            sim.wait(5)
+        stop_devices(sim)
         worker.stop()
     out = sim_log.read_text()
-    stats = dict(kv.split("=") for kv in out.strip().splitlines()[-1].split()[1:])
-    assert int(stats["devices"]) == DEVICES
+    stats = device_stats(out)
+    assert stats["devices"] == DEVICES
     # The forged request keeps the last request's wall-clock slot: the devices' own clocks
     # refuse it as time compressed (issue 16) before their ledgers would; honest requests pass.
-    assert int(stats["clock_refused"]) == forged_cohort > 0, out[-2000:]
-    assert int(stats["refused"]) == 0, out[-2000:]
+    assert stats["clock_refused"] == forged_cohort > 0, out[-2000:]
+    assert stats["refused"] == 0, out[-2000:]
 
     # Every report answers a request that asked its user; no user twice within w slots.
     reports = [msgpack.unpackb(m.value()) for m in kafka.read(prefix + "reports")]
-    assert len(reports) == int(stats["reports"]) > 0
-    by_user: dict[int, list[int]] = defaultdict(list)
-    for rep in reports:
-        assert asked[rep["slot"], rep["round"]][rep["user"]], rep
-        by_user[rep["user"]].append(rep["slot"])
-    for user, user_slots in by_user.items():
-        s = np.sort(user_slots)
-        assert (np.diff(s) >= W).all(), (user, s.tolist())
+    assert len(reports) == stats["reports"] > 0
+    by_user = check_reports(reports, asked, W)
 
     # Metrics: reports by outcome add up to what the devices sent before the worker stopped.
     accepted = metrics.get('dpstream_reports_total{outcome="accepted",stream="usage"}', 0.0)

@@ -20,10 +20,7 @@ ledger, and refuses a request that holds it at another level.
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 import time
 import zlib
 from collections import defaultdict
@@ -37,12 +34,17 @@ import pytest
 from app.dp.budget import GroupBudget
 from app.dp.local import CollectionRequest
 from app.dp.types import Group
-from tests.integration.load import wait_releases
-from tests.integration.test_local_crash import Tail, _stop_sim
+from tests.integration.devices import (
+    Tail,
+    device_stats,
+    kill9_in_rounds,
+    start_devices,
+    stop_devices,
+)
+from tests.integration.load import releases_by_slot, wait_releases
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 SIZES = (1200, 800)
 DEVICES = sum(SIZES)
 LEVELS = (Group(4, 1.0), Group(2, 2.0))
@@ -72,35 +74,7 @@ def _level(user: int) -> int:
 
 def _simulate(broker: Any, config: Path, prefix: str, path: Path, seconds: int) -> Any:
     """Start the devices and wait until they published their levels (before the worker)."""
-    env = {
-        **os.environ,
-        "DPSTREAM_BROKER": broker.bootstrap,
-        "DPSTREAM_CONFIG": str(config),
-        "DPSTREAM_TOPIC_PREFIX": prefix,
-    }
-    with open(path, "wb") as log:
-        sim = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [
-                sys.executable,
-                "-m",
-                "app.cli",
-                "simulate",
-                "devices",
-                "--stream",
-                "pl",
-                "--devices",
-                str(DEVICES),
-                "--seed",
-                "5",
-                "--duration",
-                str(seconds),
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    sim = start_devices(broker, config, prefix, "pl", DEVICES, 5, seconds, path)
     deadline = time.monotonic() + 30
     while b"levels chosen" not in path.read_bytes():
         assert sim.poll() is None and time.monotonic() < deadline, path.read_text()[-2000:]
@@ -117,11 +91,6 @@ def _levels_named(requests: list[dict[str, Any]]) -> None:
         assert cr.levels is not None
         got = np.frombuffer(cr.levels, dtype=np.uint8)
         assert (got == chosen).all(), (cr.slot, np.bincount(got).tolist())
-
-
-def _stats(text: str) -> dict[str, int]:
-    fields = (kv.split("=") for kv in text.strip().splitlines()[-1].split()[1:])
-    return {k: int(v) for k, v in fields if k != "stream"}
 
 
 def _reports(kafka: Any, prefix: str) -> list[dict[str, Any]]:
@@ -201,10 +170,10 @@ def test_devices_refuse_forged_personal_requests(
         _send_at(producer, topic, _forged(last, wall + 3, loose))
         time.sleep(2.0)  # the simulator answers both before it stops
     finally:
-        _stop_sim(sim)
+        stop_devices(sim)
         worker.kill9()
     out = sim_log.read_text()
-    stats = _stats(out)
+    stats = device_stats(out)
     forged_slots = {cr["slot"] + 1, cr["slot"] + 2, cr["slot"] + 3}
     after = _reports(kafka, prefix)
     assert not [r for r in after if r["slot"] in forged_slots], "a device answered a forged request"
@@ -231,26 +200,19 @@ def test_kill9_during_personal_rounds(kafka, worker_factory, broker, tmp_path: P
     kills = 3
     try:
         worker.wait_ready(60)
-        for i in range(kills):
-            assert tail.wait_new(20), f"no request within 20 s\n{worker.tail()}"
-            time.sleep(rnd.uniform(0.0, 0.05) if i % 2 == 0 else rnd.uniform(0.15, ROUND_S))
-            worker.kill9()
-            worker.start()
-            worker.wait_ready(60)
+        kill9_in_rounds(worker, tail, rnd, kills, ROUND_S)
         seen = len(kafka.read(prefix + "releases", idle_s=0.3))
         wait_releases(kafka, prefix + "releases", seen + 3, timeout_s=30, every_s=SLOT_S)
         assert worker.stop() == 0, worker.tail()
         time.sleep(1.0)
     finally:
         tail.stop.set()
-        _stop_sim(sim)
+        stop_devices(sim)
         worker.kill9()
     tail.thread.join(5)
 
     # Every slot released once (re-sent records byte-identical).
-    payloads: dict[int, set[bytes]] = defaultdict(set)
-    for m in kafka.read(prefix + "releases", idle_s=1.0):
-        payloads[msgpack.unpackb(m.value())["slot"]].add(m.value())
+    payloads = releases_by_slot(kafka, prefix + "releases", "pl")
     slots = sorted(payloads)
     assert len(slots) >= 5 and slots == list(range(slots[0], slots[-1] + 1)), slots
     assert all(len(p) == 1 for p in payloads.values())
@@ -279,7 +241,7 @@ def test_kill9_during_personal_rounds(kafka, worker_factory, broker, tmp_path: P
             window = int(u[(t > s - LEVELS[k].w) & (t <= s)].sum())
             assert window <= totals[k], (user, k, dict(by_slot))
             worst[k] = max(worst[k], window / totals[k])
-    stats = _stats(sim_log.read_text())
+    stats = device_stats(sim_log.read_text())
     # No ledger refusal: the service never asked beyond a level's window. Clock refusals (a
     # request re-sent after a restart, received past its slot) spend nothing; as in the LPA
     # crash test they are reported, not asserted.
