@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from app.stream.collect.events import Collector
 from app.stream.config import load_streams
 from app.stream.records import decode_preference
+from tests.stream.preference_ops import PREFERENCE_VALUES, USERS, event, preference, tick
 
 SLOT_S = 10.0
 YAML = """
@@ -36,27 +37,7 @@ streams:
       - {name: loose, w: 2, eps: 1.0}
       - {name: mid, w: 3, eps: 0.8}
 """
-USERS = ("u0", "u1", "u2")  # user i always sends value i
-PREFERENCE_VALUES = [
-    msgpack.packb({"level": "strict"}),
-    msgpack.packb({"level": "loose"}),
-    msgpack.packb({"level": "mid"}),
-    msgpack.packb({"level": "nope"}),  # unknown level: the default, through the gap
-    msgpack.packb({"level": 3}),  # malformed
-    b"\xc1",  # undecodable
-    None,  # tombstone
-]
 
-tick = st.tuples(st.just("tick"), st.floats(0.5, 14.0))
-event = st.tuples(st.just("event"), st.sampled_from(USERS), st.floats(0.0, 2.5))
-preference = st.tuples(
-    st.just("pref"),
-    st.sampled_from(USERS),
-    st.sampled_from(range(len(PREFERENCE_VALUES))),
-    st.one_of(  # the record's Kafka timestamp, relative to now (None: backdated to 0)
-        st.none(), st.floats(-60.0, 60.0)
-    ),
-)
 operations = st.lists(st.one_of(tick, event, event, preference), min_size=10, max_size=160)
 
 

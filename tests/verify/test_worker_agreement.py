@@ -23,6 +23,7 @@ from app.stream.records import decode_preference, pack
 from app.verify import judge
 from app.verify.fit import CannotJudge
 from app.verify.read import Msg, Snapshot
+from tests.stream.preference_ops import PREFERENCE_VALUES, USERS, event, preference, tick
 from tests.verify.build import stream_of
 
 YAML = """
@@ -37,25 +38,7 @@ streams:
       - {name: loose, w: 2, eps: 1.0}
       - {name: mid, w: 7, eps: 0.8}
 """
-USERS = ("u0", "u1", "u2")  # user i always sends value i: each cell has one user
-PREFERENCE_VALUES = [
-    msgpack.packb({"level": "strict"}),
-    msgpack.packb({"level": "loose"}),
-    msgpack.packb({"level": "mid"}),
-    msgpack.packb({"level": "nope"}),  # unknown level: the default, through the gap
-    msgpack.packb({"level": 3}),  # malformed
-    b"\xc1",  # undecodable
-    None,  # tombstone
-]
 
-tick = st.tuples(st.just("tick"), st.floats(0.5, 14.0))
-event = st.tuples(st.just("event"), st.sampled_from(USERS), st.floats(0.0, 2.5))
-preference = st.tuples(
-    st.just("pref"),
-    st.sampled_from(USERS),
-    st.sampled_from(range(len(PREFERENCE_VALUES))),
-    st.one_of(st.none(), st.floats(-60.0, 60.0)),  # Kafka time relative to now (None: 0)
-)
 burst = st.tuples(  # flips between two levels, more than a levels record keeps
     st.just("burst"), st.sampled_from(USERS), st.integers(KEEP_CHANGES - 4, KEEP_CHANGES + 8)
 )
