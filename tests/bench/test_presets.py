@@ -15,6 +15,7 @@ from app.bench.report.papers.ldp_ids import TABLE2
 from app.bench.report.regenerate import regenerate
 from app.bench.report.render import ratio_table, render
 from app.bench.runner import run_preset
+from tests.bench.stubs import write_cost_slopes
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -165,20 +166,7 @@ def test_regenerate_writes_report_with_stub_runs(tmp_path):
     cost = tmp_path / "cost"
     cost.mkdir()
     host = {"seed": 0, "cpus": 2, "load1": 1.0, "platform": "x", "python": "3", "numpy": "2"}
-    with (cost / "cost_slopes.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, ["mechanism", "axis", "slope", "slope_top", "holds", *host])
-        w.writeheader()
-        for axis in ("d", "m", "N"):
-            w.writerow(
-                {
-                    "mechanism": "bd",
-                    "axis": axis,
-                    "slope": 0.5,
-                    "slope_top": 0.6,
-                    "holds": True,
-                    **host,
-                }
-            )
+    write_cost_slopes(cost, **host)
     rows = _rows("sin", "eps", {"bd": 1000.0, "pbd": 500.0, "ba": 400.0, "pba": 100.0})
 
     def runner(out_root, **_):

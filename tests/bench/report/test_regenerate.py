@@ -9,6 +9,7 @@ from app.bench.presets import resolve
 from app.bench.report import runs
 from app.bench.report.regenerate import regenerate
 from app.bench.report.stored import STORED, ensure, latest
+from tests.bench.stubs import write_cost_slopes
 
 MACHINE = {"platform": "Linux-recorded", "cpus": "2", "python": "3.11.9", "numpy": "2.1.0"}
 
@@ -33,25 +34,7 @@ def _cost(tmp_path):
     """A finished cost run (its slopes), so that the report runs no cost benchmark."""
     cost = tmp_path / "cost"
     cost.mkdir()
-    with (cost / "cost_slopes.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(
-            fh, ["mechanism", "axis", "slope", "slope_top", "holds", "seed", "load1", *MACHINE]
-        )
-        w.writeheader()
-        for axis in ("d", "m", "N"):
-            w.writerow(
-                {
-                    "mechanism": "bd",
-                    "axis": axis,
-                    "slope": 0.5,
-                    "slope_top": 0.6,
-                    "holds": True,
-                    "seed": 0,
-                    "load1": 0.3,
-                    **MACHINE,
-                }
-            )
-    return cost
+    return write_cost_slopes(cost, seed=0, load1=0.3, **MACHINE)
 
 
 def test_regenerate_copies_figures_and_names_the_recorded_machine(tmp_path):

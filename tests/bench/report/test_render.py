@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import csv
 import platform
 
 from app.bench.report import markdown, render
 from app.bench.report.claims.common import Claim, Verdict
+from tests.bench.stubs import write_cost_slopes
 
 MACHINE = {"platform": "Linux-test", "cpus": "2", "python": "3.11.9", "numpy": "2.1.0"}
 
@@ -27,25 +27,8 @@ def test_machine_line_from_recorded_facts_or_says_it_is_missing():
     assert "not recorded" in render.machine_line(None)
 
 
-def _cost(tmp_path, **host):
-    with (tmp_path / "cost_slopes.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, ["mechanism", "axis", "slope", "slope_top", "holds", *host])
-        w.writeheader()
-        for axis in ("d", "m", "N"):
-            w.writerow(
-                {
-                    "mechanism": "bd",
-                    "axis": axis,
-                    "slope": 0.5,
-                    "slope_top": 0.6,
-                    "holds": True,
-                    **host,
-                }
-            )
-
-
 def test_cost_section_names_only_what_differs_from_the_runs_machine(tmp_path):
-    _cost(tmp_path, seed=0, load1=0.5, **MACHINE)
+    write_cost_slopes(tmp_path, seed=0, load1=0.5, **MACHINE)
     same = render.cost_section(tmp_path, tmp_path / "fig", tmp_path, MACHINE)
     assert "seed 0; the machine above, load 0.5)" in same[0]
     assert "| bd | 0.5 / 0.6 | 0.5 / 0.6 | 0.5 / 0.6 | yes |" in same
