@@ -3,7 +3,8 @@
 Shared by the tests of :mod:`app.stream.release` and :mod:`app.stream.ops.ledger_view`:
 :func:`agent` builds a :class:`~app.stream.release.Releaser` over dicts standing for the
 RocksDB tables, with a :class:`Clock` of its own (``r.clock``); :func:`run` hands it one
-``partials`` value at a given wall time.
+``partials`` value at a given wall time; :func:`recording_agent` builds one from a streams file
+whose broker records what it is given (or refuses it, raising :class:`Boom`).
 """
 
 from __future__ import annotations
@@ -11,11 +12,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
 from typing import Any
 
-from app.stream.config import Settings
+from app.stream.config import Settings, load_settings
 from app.stream.release import Releaser
 from app.stream.topics import Topics, load_topics
+
+TEST_ENV = {"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}
+"""The environment of the agents under test: a fixed noise key and deployment name."""
+
+
+class Boom(Exception):
+    """The broker refused a record (a failing ``produce``)."""
 
 
 class Clock:
@@ -63,3 +72,25 @@ def run(r: Releaser, raw: bytes, now: float) -> None:
     """Hand ``raw`` to the agent at wall time ``now``."""
     r.clock.now = now  # type: ignore[attr-defined]
     asyncio.run(r.on_message(raw))
+
+
+def recording_agent(
+    config: Path,
+    yaml: str,
+    ledger: MutableMapping[str, bytes],
+    slots: MutableMapping[str, bytes],
+    sent: list[tuple[str, bytes]],
+    fail_publish: bool = False,
+) -> Releaser:
+    """An agent of the streams ``yaml`` (written to ``config``) whose broker appends each
+    ``(topic, value)`` to ``sent``, or raises :class:`Boom` on every record if
+    ``fail_publish``."""
+    config.write_text(yaml)
+    settings = load_settings(env=TEST_ENV, config=config)
+
+    async def produce(topic: str, key: bytes, value: bytes) -> None:
+        if fail_publish:
+            raise Boom
+        sent.append((topic, value))
+
+    return agent(settings, ledger, slots, produce)

@@ -7,7 +7,7 @@ import msgpack
 from app.dp.local.wire import CollectionRequest
 from app.stream.config import load_settings
 from app.stream.internal import PartitionTally, Tick
-from tests.stream.agent import agent, sized_topics
+from tests.stream.agent import TEST_ENV, Boom, agent, sized_topics
 from tests.stream.agent import run as agent_run
 
 YAML = """
@@ -23,16 +23,10 @@ streams:
 """
 
 
-class Boom(Exception):
-    pass
-
-
 def make(tmp_path, ledger, slots, sent, fail_on=None):
     path = tmp_path / "s.yaml"
     path.write_text(YAML)
-    settings = load_settings(
-        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
-    )
+    settings = load_settings(env=TEST_ENV, config=path)
     topics = sized_topics(reports=2)
 
     async def produce(topic, key, value):

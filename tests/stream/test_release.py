@@ -5,10 +5,9 @@ from __future__ import annotations
 import msgpack
 
 from app import metrics
-from app.stream.config import load_settings
 from app.stream.internal import Partial, Tick
 from app.stream.release import LedgerEntry
-from tests.stream.agent import agent, run
+from tests.stream.agent import Boom, recording_agent, run
 
 YAML = """
 streams:
@@ -22,23 +21,8 @@ streams:
 """
 
 
-class Boom(Exception):
-    pass
-
-
 def make(tmp_path, ledger, slots, sent, fail_publish=False):
-    path = tmp_path / "s.yaml"
-    path.write_text(YAML)
-    settings = load_settings(
-        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
-    )
-
-    async def produce(topic, key, value):
-        if fail_publish:
-            raise Boom
-        sent.append((topic, value))
-
-    return agent(settings, ledger, slots, produce)
+    return recording_agent(tmp_path / "s.yaml", YAML, ledger, slots, sent, fail_publish)
 
 
 def tick(r, progress, now):

@@ -13,7 +13,7 @@ from app.stream.errors import ConfigError
 from app.stream.internal import Partial, Tick
 from app.stream.release import LedgerEntry
 from app.tools.releases import format_line
-from tests.stream.agent import agent, run
+from tests.stream.agent import Boom, recording_agent, run
 
 W = 4
 FIRST = 9  # the first slot: a tick at 10.6 makes slot 9 (ends 10, due 10.5) the last closable
@@ -30,23 +30,8 @@ streams:
 """
 
 
-class Boom(Exception):
-    pass
-
-
-def make(tmp_path, ledger, slots, sent, fail_publish=False, yaml=YAML):
-    path = tmp_path / "p.yaml"
-    path.write_text(yaml)
-    settings = load_settings(
-        env={"DPSTREAM_NOISE_KEY": "cd" * 16, "DPSTREAM_DEPLOYMENT": "test"}, config=path
-    )
-
-    async def produce(topic, key, value):
-        if fail_publish:
-            raise Boom
-        sent.append((topic, value))
-
-    return agent(settings, ledger, slots, produce)
+def make(tmp_path, ledger, slots, sent, fail_publish=False):
+    return recording_agent(tmp_path / "p.yaml", YAML, ledger, slots, sent, fail_publish)
 
 
 def feed(r, slot):
