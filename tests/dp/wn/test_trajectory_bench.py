@@ -39,10 +39,11 @@ def test_sessions_slots_and_graph(tmp_path):
     assert sorted(p for grp in groups for p in grp) == list(range(17))
 
 
-def test_every_mechanism_runs_through_the_registry():
+def _grid_data() -> trajectory.Trajectories:
+    """40 slots of random counts on the 2 x 3 grid's pages (seed 0), grouped by balls."""
     g = Graph.grid(2, 3)
     rng = np.random.default_rng(0)
-    data = trajectory.Trajectories(
+    return trajectory.Trajectories(
         counts=rng.integers(0, 50, (40, 6)),
         graph=g,
         page_groups=trajectory.ball_groups(g),
@@ -50,6 +51,10 @@ def test_every_mechanism_runs_through_the_registry():
         clipped_share=0.0,
         slot_users=300,
     )
+
+
+def test_every_mechanism_runs_through_the_registry():
+    data = _grid_data()
     rows = trajectory.sweep(data, "n", [1, 2], {"eps": 1.0, "w": 10, "n": 1}, cap=2, seeds=1)
     assert len(rows) == 2 * len(trajectory.MECHANISMS)
     assert all(r["mae"] > 0 and r["mre"] > 0 for r in rows)
@@ -61,16 +66,7 @@ def test_n_sweep_carries_the_publish_every_timestamp_contrast():
     spending is eps / w per page whatever the window), BD's neither."""
     from app.bench import trajectory_figs
 
-    g = Graph.grid(2, 3)
-    rng = np.random.default_rng(0)
-    data = trajectory.Trajectories(
-        counts=rng.integers(0, 50, (40, 6)),
-        graph=g,
-        page_groups=trajectory.ball_groups(g),
-        process_var=10.0,
-        clipped_share=0.0,
-        slot_users=300,
-    )
+    data = _grid_data()
     assert trajectory_figs.figure_mechanisms("eps") == (*trajectory.MECHANISMS, "rescuedp_g")
     rows = trajectory.sweep(
         data,
