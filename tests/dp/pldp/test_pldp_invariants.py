@@ -20,6 +20,7 @@ from app.dp.local.ops import ops
 from app.dp.local.personal_population import PersonalWindowError
 from app.dp.local.wire import Tally, mask_users
 from app.dp.types import Group
+from tests.dp.pldp.counterexample import paper_split_plpd_plus
 
 SLOTS = 10_000
 WITH_OPS = ["plpa+", "plpd+", "plbd-ops", "plba-ops"]
@@ -146,14 +147,7 @@ def test_spec_counterexample_paper_split_is_refused_and_safe_split_holds(name):
 
 def test_audit_catches_the_paper_split_when_nothing_refuses():
     # the same schedule the paper's rule allows, audited without the ledger: 1.5 eps
-    m = registry.create(
-        "plpd+",
-        d=5,
-        groups=[Group(62, 1.0), Group(125, 1.0)],
-        users=[10_000, 269],
-        buckets=256,
-        split_rule="paper_ceil_z",
-    )
+    m = paper_split_plpd_plus()
     first = m.open_slot(np.random.default_rng(0))
     bucket = int(first.cohort_buckets()[0])
     forged = [

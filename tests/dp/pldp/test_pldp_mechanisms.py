@@ -14,6 +14,7 @@ from app.dp.errors import ParameterError
 from app.dp.local.checks import drive
 from app.dp.local.wire import Tally
 from app.dp.types import Group
+from tests.dp.pldp.counterexample import paper_split_plpd_plus
 
 OFFLINE_GRID = {"slot_s": 1.0, "origin_s": 0.0}  # the slot grid of When.offline
 
@@ -106,14 +107,7 @@ def test_devices_never_refuse_an_honest_service(name):
 
 def test_device_refuses_the_paper_split_third_report():
     # spec §3.1 counterexample: eps/2 per report, reports at slots 1, 63, 125 of a w=125 user
-    m = registry.create(
-        "plpd+",
-        d=5,
-        groups=[Group(62, 1.0), Group(125, 1.0)],
-        users=[10_000, 269],
-        buckets=256,
-        split_rule="paper_ceil_z",
-    )
+    m = paper_split_plpd_plus()
     request = m.open_slot(np.random.default_rng(0))
     user = next(u for u in range(10_000, 10_269) if request.asks(u))
     device = Device(Enrollment(user=user, w=125, eps=1.0, group=1, **OFFLINE_GRID))
