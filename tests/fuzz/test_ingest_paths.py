@@ -9,8 +9,6 @@ local-mode report collector.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -22,6 +20,7 @@ from app.stream.collect.tally import ReportCollector
 from app.stream.config import load_streams
 from app.stream.records import REASONS, encode_request
 from tests.fuzz.hostile import pack, records
+from tests.stream.conftest import report_rec
 
 YAML = """
 streams:
@@ -158,15 +157,6 @@ def test_a_poison_stream_field_is_refused_by_the_fast_path_caller(tmp_path_facto
     assert fast.outcomes == {("s", "accepted"): 3}
 
 
-@dataclass
-class Rec:
-    offset: int
-    value: bytes | None
-    topic: str = "reports"
-    partition: int = 0
-    key: bytes | None = None
-
-
 REPORT = {
     "stream": st.sampled_from(["loc", "nope"]),
     "slot": st.integers(0, 2),  # the request below is for slot 1
@@ -203,7 +193,7 @@ def test_reports_are_counted_or_refused_one_outcome_each(tmp_path_factory, batch
     mech = LPU(users=40, d=2, w=3, eps=1.0, oracle="grr")
     req = mech.open_slot(np.random.default_rng(5))
     c.add_request(encode_request(streams["loc"], req.slot, NOW, req.to_dict()))
-    recs = [Rec(i, raw) for i, raw in enumerate(batch)]
+    recs = [report_rec(i, raw) for i, raw in enumerate(batch)]
     bad = c.add_batch(0, recs)
     assert all(e.reason in REASONS for e, _ in bad)
     assert sum(c.outcomes.values()) + len(bad) == len(recs)

@@ -118,6 +118,12 @@ class Rec:
     """Kafka timestamp, milliseconds."""
 
 
+def report_rec(offset: int, value: bytes | None) -> Rec:
+    """A consumed ``reports`` record of partition 0 at ``offset`` (no key): what the report
+    collector reads of one."""
+    return Rec("reports", 0, offset, None, value)
+
+
 class FakeConsumer:
     """The aiokafka consumer calls the batch services make, over in-memory partition logs.
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -35,6 +34,7 @@ from app.stream.config import load_settings
 from app.stream.internal import PartitionTally, Tick
 from app.stream.release.local_levels import LevelBook, PreferenceRecord
 from tests.stream.agent import Clock, sized_topics
+from tests.stream.conftest import report_rec
 
 OFFLINE_GRID = {"slot_s": 1.0, "origin_s": 0.0}  # the slot grid of When.offline
 
@@ -119,12 +119,6 @@ def test_before_the_first_slot_a_choice_is_the_users_level_without_a_gap(tmp_pat
 
 
 # -- the protocol with devices ----------------------------------------------------------------
-
-
-@dataclass
-class Rec:
-    offset: int
-    value: bytes
 
 
 class Pipeline:
@@ -214,7 +208,7 @@ class Pipeline:
         recs = []
         for i, rep in enumerate(answer.reports):
             body = {**rep.to_dict(), "stream": "pl"}
-            recs.append(Rec(i, msgpack.packb(body)))
+            recs.append(report_rec(i, msgpack.packb(body)))
             units = request.units[rep.group]
             self.spent[rep.user].append((request.slot, rep.group, units))
         self.reports += len(recs)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import msgpack
 import numpy as np
 import pytest
@@ -11,18 +9,10 @@ import pytest
 from app.dp.local import LBU, LPU
 from app.stream.collect.tally import ReportCollector
 from app.stream.records import encode_request
+from tests.stream.conftest import report_rec
 
 USERS = 40
 LABELS = ["a", "b", "c"]
-
-
-@dataclass
-class Rec:
-    offset: int
-    value: bytes | None
-    topic: str = "reports"
-    partition: int = 0
-    key: bytes | None = None
 
 
 @pytest.fixture()
@@ -68,14 +58,14 @@ def test_only_asked_users_count_once_and_the_tally_sums_their_support(setup):
     asked = [u for u in range(USERS) if req.asks(u)]
     other = next(u for u in range(USERS) if not req.asks(u))
     honest, liar = asked[:-1], asked[-1]
-    recs = [Rec(i, report("loc", req, u, [u % 3])) for i, u in enumerate(honest)]
-    recs.append(Rec(100, report("loc", req, asked[0], [1])))  # a second report: window_used
-    recs.append(Rec(101, report("loc", req, other, [0])))  # not in the cohort
-    recs.append(Rec(102, report("loc", req, USERS + 5, [0])))  # not registered
-    recs.append(Rec(103, report("loc", req, liar, [7])))  # not a GRR report for d = 3
-    recs.append(Rec(104, b"\xc1"))  # undecodable
+    recs = [report_rec(i, report("loc", req, u, [u % 3])) for i, u in enumerate(honest)]
+    recs.append(report_rec(100, report("loc", req, asked[0], [1])))  # a second report: window_used
+    recs.append(report_rec(101, report("loc", req, other, [0])))  # not in the cohort
+    recs.append(report_rec(102, report("loc", req, USERS + 5, [0])))  # not registered
+    recs.append(report_rec(103, report("loc", req, liar, [7])))  # not a GRR report for d = 3
+    recs.append(report_rec(104, b"\xc1"))  # undecodable
     stale = dict(msgpack.unpackb(report("loc", req, asked[2], [0])), slot=req.slot + 5)
-    recs.append(Rec(105, msgpack.packb(stale)))  # a slot never requested
+    recs.append(report_rec(105, msgpack.packb(stale)))  # a slot never requested
     bad = c.add_batch(0, recs)
     assert sorted(e.reason for e, _ in bad) == ["out_of_domain", "undecodable"]
     out = c.take_outcomes()
@@ -91,7 +81,7 @@ def test_only_asked_users_count_once_and_the_tally_sums_their_support(setup):
     assert t.support == expected.tolist() and t.reports == [len(honest)]
     assert c.commit_offset(0, 200) == 200
     # After the round closed in this partition, its reports are late.
-    c.add_batch(0, [Rec(201, report("loc", req, asked[3], [0]))])
+    c.add_batch(0, [report_rec(201, report("loc", req, asked[3], [0]))])
     assert c.take_outcomes()["loc", "late"] == 1
     assert c.flush(60.0) == []
 
@@ -103,7 +93,7 @@ def test_population_division_drops_a_user_within_its_window(setup):
     req1, raw1 = request_of(streams, mech, "loc", 100, 5.0, rng)
     c.add_request(raw1)
     user = next(u for u in range(USERS) if req1.asks(u))
-    c.add_batch(0, [Rec(0, report("loc", req1, user, [0]))])
+    c.add_batch(0, [report_rec(0, report("loc", req1, user, [0]))])
     c.flush(5.0)
     mech.on_tally(mech_tally(req1, mech), rng)
     mech.close_slot()
@@ -111,7 +101,7 @@ def test_population_division_drops_a_user_within_its_window(setup):
     forged = dict(mech.open_slot(rng).to_dict(), cohort=req1.cohort)
     c.add_request(encode_request(streams["loc"], 101, 15.0, forged))
     again = dict(msgpack.unpackb(report("loc", req1, user, [0])), slot=forged["slot"])
-    c.add_batch(0, [Rec(1, msgpack.packb(again))])
+    c.add_batch(0, [report_rec(1, msgpack.packb(again))])
     assert c.take_outcomes()["loc", "window_used"] == 1
 
 
@@ -126,8 +116,8 @@ def test_budget_division_takes_one_report_per_round_from_everybody(setup):
     mech = LBU(d=3, eps=1.0, w=3, users=USERS, oracle="oue")
     req, raw = request_of(streams, mech, "bud", 7, 1.0, np.random.default_rng(2))
     c.add_request(raw)
-    recs = [Rec(u, report("bud", req, u, [u % 3, (u + 1) % 3])) for u in range(USERS)]
-    recs += [Rec(USERS, report("bud", req, 0, [0]))]
+    recs = [report_rec(u, report("bud", req, u, [u % 3, (u + 1) % 3])) for u in range(USERS)]
+    recs += [report_rec(USERS, report("bud", req, 0, [0]))]
     c.add_batch(0, recs)
     out = c.take_outcomes()
     assert out["bud", "accepted"] == USERS and out["bud", "window_used"] == 1

@@ -9,7 +9,6 @@ forged planner would).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -17,15 +16,10 @@ import pytest
 
 from app.stream.collect.tally import ReportCollector
 from app.stream.records import encode_request
+from tests.stream.conftest import report_rec
 
 LEVEL0, LEVEL1 = 3, 700
 """A user of each level (indices in blocks: 0-599 are level 0, 600-999 level 1)."""
-
-
-@dataclass
-class Rec:
-    offset: int
-    value: bytes | None
 
 
 @pytest.fixture()
@@ -78,7 +72,7 @@ def test_the_window_rule_follows_each_level_and_its_ops_shares(setup):
     for slot in range(1, 10):
         c.add_request(ask_everybody(stream, m, slot))
         for user, group in ((LEVEL0, 0), (LEVEL1, 1)):
-            c.add_batch(0, [Rec(slot * 10 + group, report(slot, user, group))])
+            c.add_batch(0, [report_rec(slot * 10 + group, report(slot, user, group))])
             if c.take_outcomes()["loc", "accepted"]:
                 accepted[user].append(slot)
     # Level 0: 4 reports in any 6 slots (slots 1-4, then 7 once 1 left the window, ...).
@@ -94,7 +88,7 @@ def test_the_window_rule_follows_each_level_and_its_ops_shares(setup):
 def test_a_user_reporting_under_another_level_is_not_asked(setup):
     c, stream, m = setup
     c.add_request(ask_everybody(stream, m, 1))
-    c.add_batch(0, [Rec(0, report(1, LEVEL0, 1)), Rec(1, report(1, LEVEL1, 0))])
+    c.add_batch(0, [report_rec(0, report(1, LEVEL0, 1)), report_rec(1, report(1, LEVEL1, 0))])
     out = c.take_outcomes()
     assert out["loc", "not_asked"] == 2 and out["loc", "accepted"] == 0
 
