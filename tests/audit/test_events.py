@@ -7,10 +7,6 @@ import numpy as np
 from app.audit.events import MAX_THRESHOLDS, Event, evaluate, search
 
 
-def _split(x, h):
-    return x[:h], x[h:]
-
-
 def test_a_pattern_that_only_one_input_produces_is_found():
     rng = np.random.default_rng(3)
     n = 400

@@ -147,10 +147,6 @@ def _paper_like(m, e, w):
     return SCALE[m] * w / (100 * e)  # falls with eps, rises with w
 
 
-def _by_ref(claims):
-    return {(c.ref, c.claim.split(":")[0]): c for c in claims}
-
-
 def test_claims_agree_on_means_shaped_like_the_paper():
     cs = pldp_claims.claims(_rows(_paper_like))
     assert all(c.verdict == Verdict.AGREE for c in cs), [c for c in cs if c.verdict != "agree"]
