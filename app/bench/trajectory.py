@@ -116,10 +116,21 @@ def ball_groups(graph: Graph) -> list[list[int]]:
 
 def load(slots: int = 768, cap: int = 5, calibration: float = 0.1, top_k: int = 2) -> Trajectories:
     """The msnbc stand-in for the paper's release period; see the module docstring."""
-    sessions = read_sessions()
+    return from_sessions(read_sessions(), 17, slots, cap, calibration, top_k)
+
+
+def from_sessions(
+    sessions: Sequence[Sequence[int]],
+    d: int,
+    slots: int,
+    cap: int,
+    calibration: float = 0.1,
+    top_k: int = 2,
+) -> Trajectories:
+    """Sessions over ``d`` pages as a release period (the module docstring's resolution): the
+    first ``calibration`` share public, the rest spread evenly over ``slots``."""
     held = int(len(sessions) * calibration)
     public, released = sessions[:held], sessions[held:]
-    d = 17
     counts, kept, clipped = slot_counts(released, slots, d, cap)
     calib, _, _ = slot_counts(public, max(2, slots * held // max(len(released), 1)), d, cap)
     graph = successor_graph(public, d, top_k)

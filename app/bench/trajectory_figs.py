@@ -4,17 +4,19 @@ every sweep adds RescueDP with its dynamic grouping (``rescuedp_g``, spec A7) an
 (fig10) the publish-every-timestamp contrast ``wn_uniform`` (Uniform on the (w,n) ledger, T4).
 
 ``dpstream bench wn [--quick] [--figure F] [--data msnbc,tdrive,diginetica] [--out DIR]``
-writes ``trajectory.csv`` (one row per dataset, sweep point and mechanism, with the seeds and
-parameters), one PNG per dataset, figure and measure, and prints the orderings at the papers'
-defaults (eps = 1, w = 120, n = 6). ``--quick`` is the shared-machine profile: the first 192
-slots, three points per sweep, one seed. Mechanisms come from the registry
-(:func:`app.bench.trajectory.run_one`).
+(``--data gen-clicks,gen-taxis``: the generated stand-ins, which run in place of the missing
+public sets by default) writes ``trajectory.csv`` (one row per dataset, sweep point and
+mechanism, with the seeds and parameters), one PNG per dataset, figure and measure, and prints
+the orderings at the papers' defaults (eps = 1, w = 120, n = 6). ``--quick`` is the
+shared-machine profile: the first 192 slots, three points per sweep, one seed. Mechanisms come
+from the registry (:func:`app.bench.trajectory.run_one`).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +28,8 @@ from tqdm import tqdm
 from app.bench.plots import plot_sweep
 from app.bench.trajectory import CONTRASTS, MECHANISMS, Trajectories, load, sweep
 from app.bench.trajectory_data import diginetica, tdrive
+from app.bench.trajectory_generated import GENERATED
+from app.bench.trajectory_generated import STAND_INS as STAND_INS  # the verb's fallback
 
 DEFAULTS = {"eps": 1.0, "w": 120.0, "n": 6.0}
 """The paper's defaults (Table 2)."""
@@ -44,9 +48,12 @@ LOADERS: dict[str, Callable[[int], Trajectories]] = {
     "msnbc": lambda cap: load(slots=768, cap=cap),
     "tdrive": lambda cap: tdrive(cap=cap),
     "diginetica": lambda cap: diginetica(cap=cap),
+    **GENERATED,
 }
 """Dataset loaders, each clipping every user to its first ``cap`` (the paper's ``l``) distinct
-values a slot."""
+values a slot; ``gen-clicks`` and ``gen-taxis`` are generated
+(:mod:`app.bench.trajectory_generated`) and run in place of a missing public set
+(:data:`STAND_INS`)."""
 
 
 def truncated(data: Trajectories, slots: int) -> Trajectories:
@@ -147,7 +154,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         help="one figure (default: fig8, fig9 and fig10); table1: the spatial ranges of Table 1",
     )
     ap.add_argument("--quick", action="store_true", help="192 slots, 3 points a sweep, 1 seed")
-    ap.add_argument("--data", default="msnbc,tdrive,diginetica", help="comma-separated")
+    ap.add_argument(
+        "--data",
+        default="msnbc,tdrive,diginetica",
+        help=f"comma-separated, of {', '.join(LOADERS)} (a missing public set: its generated "
+        "stand-in)",
+    )
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--slots", type=int, help="the first T slots of each dataset (default all)")
     ap.add_argument("--l", dest="cap", type=int, default=5, help="distinct values kept per user")
@@ -159,7 +171,15 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.figure == "table1":
         from app.bench import trajectory_range
 
-        return trajectory_range.main(["--data", args.data])
+        public = [n for n in args.data.split(",") if n in trajectory_range.LOADERS]
+        if not public:
+            names = ", ".join(trajectory_range.LOADERS)
+            print(
+                f"dpstream bench wn: table1 measures the public sets ({names}) only",
+                file=sys.stderr,
+            )
+            return 2
+        return trajectory_range.main(["--data", ",".join(public)])
     figures = [args.figure] if args.figure else list(PRESETS)
     args.out.mkdir(parents=True, exist_ok=True)
     seeds = 1 if args.quick else args.seeds

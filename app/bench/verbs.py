@@ -95,7 +95,10 @@ def _module_paper(args: argparse.Namespace) -> int:
     chosen = getattr(options, dest)
     names = chosen.split(",") if comma else list(chosen)
     if chosen == parser.get_default(dest) and (skipped := [n for n in names if missing(n)]):
-        names = [n for n in names if n not in skipped]  # the defaults: run what is there
+        # the defaults: run what is there, and the module's generated stand-ins for the rest
+        stand_ins = getattr(module, "STAND_INS", {})
+        extra = [stand_ins[n] for n in skipped if n in stand_ins]
+        names = list(dict.fromkeys([n for n in names if n not in skipped] + extra))
         if not names:
             print(
                 f"dpstream bench {args.paper}: {missing_line(skipped)}; its figures need one",
@@ -111,7 +114,8 @@ def _module_paper(args: argparse.Namespace) -> int:
 
 MODULE_DATA = {"pldp": ("datasets", False), "optstream": ("data", False), "wn": ("data", True)}
 """Each module verb's dataset option: its ``dest`` and whether it is comma-separated (else a
-list)."""
+list). A module's ``STAND_INS`` (public set -> generated set), if it has one, names what runs
+in place of a missing default set (``wn``: :data:`app.bench.trajectory_generated.STAND_INS`)."""
 
 
 def _fallback(paper: str, skipped: list[str], instead: str) -> str:

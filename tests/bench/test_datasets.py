@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -272,7 +273,7 @@ def test_the_datasets_doc_names_every_public_data_set_and_its_layout() -> None:
     [
         ["bench", "--preset", "pwsm-eps", "--dataset", "tdrive", "--quick"],
         ["bench", "pwsm", "--quick", "--dataset", "tdrive"],
-        ["bench", "wn", "--quick"],
+        ["bench", "wn", "--quick", "--data", "msnbc"],
         ["bench", "optstream", "--quick", "--data", "rte2013"],
         ["bench", "results", "--quick"],
     ],
@@ -320,3 +321,24 @@ def test_a_paper_verb_quick_skips_its_runs_on_missing_public_sets(
     ran = {p.name for p in (tmp_path / "out").iterdir()}
     assert ran and not any("tdrive" in name for name in ran)
     assert "tdrive" not in captured.out and f"{paper}-eps on sin" in captured.out
+
+
+def test_bench_wn_quick_runs_on_generated_trajectories_without_the_public_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A clone has no msnbc, T-Drive or Diginetica: bench wn runs its generated stand-ins."""
+    from app.bench.trajectory_generated import GENERATED
+    from app.cli import main
+
+    monkeypatch.setenv("DPSTREAM_DATA", str(tmp_path / "empty"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "wn", "--quick", "--out", "out"]) == 0
+    err = capsys.readouterr().err
+    note = [line for line in err.splitlines() if "DPSTREAM_DATA" in line]
+    assert len(note) == 1 and "msnbc, tdrive, diginetica not found" in note[0]
+    with (tmp_path / "out" / "trajectory.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["dataset"] for r in rows} == set(GENERATED)
+    assert {r["figure"] for r in rows} == {"fig8", "fig9", "fig10"}
+    assert all(float(r["mae"]) >= 0 and float(r["mre"]) >= 0 for r in rows)
+    assert len(list((tmp_path / "out").glob("trajectory-gen-*.png"))) == 2 * 3 * 2
