@@ -67,6 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_cli(args: argparse.Namespace) -> int:
     """Run what ``args`` (of :func:`add_arguments`) ask for; print the table, write ``--out``."""
     trials = args.trials or (2 if args.quick else 3)
+    if args.figure in ("6", "visuals"):
+        from app.bench.datasets import require
+
+        require("rte2013")  # both plot the RTE series, whatever --data: one line without it
     if args.figure == "6":
         from app.bench import optstream_forecast
 

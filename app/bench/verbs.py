@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PAPERS", "grid_figures", "register"]
+__all__ = ["PAPERS", "fall_back", "grid_figures", "register"]
 
 PAPERS = {
     "pwsm": "PWSM (Du et al., PVLDB 2025): AMRE against eps, w and the two-group ratio",
@@ -83,7 +83,7 @@ def _module_paper(args: argparse.Namespace) -> int:
     (``args.rest``, ``-h`` included) and its ``run_cli`` runs them."""
     import importlib
 
-    from app.bench.datasets import missing, missing_line, require
+    from app.bench.datasets import missing_line, require
 
     module = importlib.import_module(MODULES[args.paper])
     parser = argparse.ArgumentParser(
@@ -91,24 +91,17 @@ def _module_paper(args: argparse.Namespace) -> int:
     )
     module.add_arguments(parser)
     options = parser.parse_args(args.rest)
-    dest, comma = MODULE_DATA[args.paper]
-    chosen = getattr(options, dest)
-    names = chosen.split(",") if comma else list(chosen)
-    if chosen == parser.get_default(dest) and (skipped := [n for n in names if missing(n)]):
-        # the defaults: run what is there, and the module's generated stand-ins for the rest
-        stand_ins = getattr(module, "STAND_INS", {})
-        extra = [stand_ins[n] for n in skipped if n in stand_ins]
-        names = list(dict.fromkeys([n for n in names if n not in skipped] + extra))
-        if not names:
-            print(
-                f"dpstream bench {args.paper}: {missing_line(skipped)}; its figures need one",
-                file=sys.stderr,
-            )
-            return 2
+    names, skipped = fall_back(args.paper, module, parser, options)
+    if skipped and not names:
+        print(
+            f"dpstream bench {args.paper}: {missing_line(skipped)}; its figures need one",
+            file=sys.stderr,
+        )
+        return 2
+    if skipped:
         print(_fallback(args.paper, skipped, f"on {', '.join(names)}"), file=sys.stderr)
     for name in names:
         require(name)  # asked for by name: one line if it is not there
-    setattr(options, dest, ",".join(names) if comma else names)
     return int(module.run_cli(options))
 
 
@@ -116,6 +109,28 @@ MODULE_DATA = {"pldp": ("datasets", False), "optstream": ("data", False), "wn": 
 """Each module verb's dataset option: its ``dest`` and whether it is comma-separated (else a
 list). A module's ``STAND_INS`` (public set -> generated set), if it has one, names what runs
 in place of a missing default set (``wn``: :data:`app.bench.trajectory_generated.STAND_INS`)."""
+
+
+def fall_back(
+    paper: str, module: Any, parser: argparse.ArgumentParser, options: argparse.Namespace
+) -> tuple[list[str], list[str]]:
+    """A module verb's data sets, and the missing public sets it skips; sets ``options``.
+
+    Only the default data option falls back (a set asked for by name is the caller's to
+    :func:`~app.bench.datasets.require`): each missing set gives way to the module's generated
+    stand-in, if its ``STAND_INS`` names one, else is dropped."""
+    from app.bench.datasets import missing
+
+    dest, comma = MODULE_DATA[paper]
+    chosen = getattr(options, dest)
+    names = chosen.split(",") if comma else list(chosen)
+    skipped = [n for n in names if missing(n)] if chosen == parser.get_default(dest) else []
+    if skipped:
+        stand_ins = getattr(module, "STAND_INS", {})
+        extra = [stand_ins[n] for n in skipped if n in stand_ins]
+        names = list(dict.fromkeys([n for n in names if n not in skipped] + extra))
+    setattr(options, dest, ",".join(names) if comma else names)
+    return names, skipped
 
 
 def _fallback(paper: str, skipped: list[str], instead: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -275,7 +276,8 @@ def test_the_datasets_doc_names_every_public_data_set_and_its_layout() -> None:
         ["bench", "pwsm", "--quick", "--dataset", "tdrive"],
         ["bench", "wn", "--quick", "--data", "msnbc"],
         ["bench", "optstream", "--quick", "--data", "rte2013"],
-        ["bench", "results", "--quick"],
+        ["bench", "results"],
+        ["bench", "results", "--quick", "--reuse"],
     ],
 )
 def test_a_bench_verb_without_the_data_it_needs_says_so_in_one_line(
@@ -342,3 +344,30 @@ def test_bench_wn_quick_runs_on_generated_trajectories_without_the_public_sets(
     assert {r["figure"] for r in rows} == {"fig8", "fig9", "fig10"}
     assert all(float(r["mae"]) >= 0 and float(r["mre"]) >= 0 for r in rows)
     assert len(list((tmp_path / "out").glob("trajectory-gen-*.png"))) == 2 * 3 * 2
+
+
+@pytest.mark.slow  # every quick run on generated data: about 4 minutes on 2 busy cores
+def test_bench_results_quick_runs_on_generated_data_without_the_public_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A clone: the report's runs on generated data run, those on the public sets are left out."""
+    from app.bench.datasets import PUBLIC_DATA
+    from app.bench.report.runs import RUNS
+    from app.cli import main
+
+    monkeypatch.setenv("DPSTREAM_DATA", str(tmp_path / "empty"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "results", "--quick", "--jobs", "1"]) == 0
+    err = capsys.readouterr().err
+    note = [line for line in err.splitlines() if "DPSTREAM_DATA" in line]
+    assert len(note) == 1 and "generated data instead" in note[0]
+    report = (tmp_path / "RESULTS.md").read_text()
+    assert report.startswith("# RESULTS") and "were not under the data root" in report
+    ran = {p.name for p in (tmp_path / "out" / "results").iterdir() if p.is_dir()}
+    generated = {f"{name}-{ds}" for name, ds in RUNS if ds not in PUBLIC_DATA}
+    assert ran == generated | {"quick-stored"}
+    stored = tmp_path / "out" / "results" / "quick-stored"
+    wn = stored / "wn" / "trajectory.csv.gz"
+    with gzip.open(wn, "rt", newline="") as f:
+        assert {r["dataset"] for r in csv.DictReader(f)} == {"gen-clicks", "gen-taxis"}
+    assert not (stored / "wn" / "table1.csv.gz").exists()  # Table 1 needs the public sets

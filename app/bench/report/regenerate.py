@@ -79,11 +79,14 @@ def regenerate(
     runner: Callable[..., Any] = run_all,
     stored: Callable[..., dict[str, Produced]] = ensure,
     checks: Callable[[], dict[str, bool | None]] = run_checks,
+    absent: Sequence[str] = (),
 ) -> Path:
     """Run (or reuse) every run, run the cost benchmark if missing, write the report.
 
     ``runner`` runs the preset grid, ``stored`` the other papers' stored runs (in the figures
-    folder) and ``checks`` the tests behind the deterministic claims; tests pass stubs."""
+    folder) and ``checks`` the tests behind the deterministic claims; tests pass stubs.
+    ``absent`` names the public data sets that were missing (the caller left their runs out):
+    the closing note says so."""
     began = time.perf_counter()
     done: Done = runner(out_root, quick=quick, reuse=reuse, jobs=jobs, runs=runs)
     cost = Path(cost_dir)
@@ -112,7 +115,7 @@ def regenerate(
         figures=figs,
         link_root=link_root,
         cost_lines=cost_section(cost, figs / "cost", link_root, machine),
-        closing=closing_note(cost, total, quick),
+        closing=closing_note(cost, total, quick, absent),
         command="dpstream bench results" + (" --quick" if quick else ""),
         total_s=total,
         machine=machine,

@@ -42,6 +42,7 @@ __all__ = [
     "find",
     "latest",
     "read_rows",
+    "runnable",
     "table1",
     "thm11",
     "verb_args",
@@ -61,7 +62,8 @@ VERB_MODULES = {
 class Stored:
     """One stored run: ``key``, the ``paper`` verb, its ``folder`` under the root, the file
     the run writes (``output``; a ``.gz`` copy counts too), the verb's options (``--out`` is
-    added) and, for outputs no verb writes, the name of the producer in :data:`PRODUCERS`."""
+    added), for outputs no verb writes the name of the producer in :data:`PRODUCERS`, and the
+    public data sets it reads whatever its ``--data`` (``reads``)."""
 
     key: str
     paper: str
@@ -70,6 +72,16 @@ class Stored:
     args: tuple[str, ...] = ()
     producer: str | None = None
     gzip_output: bool = True
+    reads: tuple[str, ...] = ()
+
+    def public_data(self) -> list[str]:
+        """The data sets asked for by name (``--data``) or read whatever the options (``reads``).
+
+        >>> find(STORED, "optstream-fig3").public_data(), find(STORED, "wn").public_data()
+        (['rte2013'], [])
+        """
+        named = [v for k, v in zip(self.args, self.args[1:], strict=False) if k == "--data"]
+        return [*named, *self.reads]
 
     def command(self, root: Path, quick: bool = False) -> str:
         """The command line that makes this run."""
@@ -90,7 +102,14 @@ STORED: tuple[Stored, ...] = (
         gzip_output=False,
     ),
     Stored("wn", "wn", "wn", "trajectory.csv", ("--seeds", "3", "--l", "20")),
-    Stored("wn-table1", "wn", "wn", "table1.csv", producer="table1"),
+    Stored(
+        "wn-table1",
+        "wn",
+        "wn",
+        "table1.csv",
+        producer="table1",
+        reads=("tdrive", "msnbc", "diginetica"),
+    ),
     Stored(
         "optstream-fig3",
         "optstream",
@@ -158,6 +177,7 @@ STORED: tuple[Stored, ...] = (
         "optstream-fig6",
         "forecast.csv",
         ("--figure", "6", "--trials", "5"),
+        reads=("rte2013",),
     ),
     Stored("optstream-thm11", "optstream", "optstream-thm11", "thm11.csv", producer="thm11"),
     Stored(
@@ -167,6 +187,7 @@ STORED: tuple[Stored, ...] = (
         "fig2_streams.png",
         ("--figure", "visuals"),
         gzip_output=False,
+        reads=("rte2013",),
     ),
     Stored(
         "optstream-reference",
@@ -175,6 +196,7 @@ STORED: tuple[Stored, ...] = (
         "reference.json",
         producer="zeros_reference",
         gzip_output=False,
+        reads=("rte2013", "tdrive"),
     ),
 )
 """Every stored run RESULTS.md reads, with the presets its sections state."""
@@ -286,6 +308,14 @@ PRODUCERS: dict[str, Callable[[Path], None]] = {
 }
 
 
+def runnable(specs: Sequence[Stored] = STORED) -> list[Stored]:
+    """The specs whose named data sets are all there (the others need a public set that is
+    missing; a verb's default data falls back to generated sets, :func:`_run_verb`)."""
+    from app.bench.datasets import missing
+
+    return [s for s in specs if not any(missing(n) for n in s.public_data())]
+
+
 SCALE_OPTIONS = ("--trials", "--seeds", "--slots", "--real-slots")
 """Options that set a run's size: ``--quick`` drops them, so that the verb's quick profile
 decides the size."""
@@ -313,10 +343,14 @@ def verb_args(spec: Stored, quick: bool) -> list[str]:
 
 def _run_verb(spec: Stored, out: Path, quick: bool) -> None:
     """The verb in this process, as ``dpstream bench <paper> <args> --out <out>`` runs it."""
+    from app.bench.verbs import fall_back
+
     module = importlib.import_module(VERB_MODULES[spec.paper])
     parser = argparse.ArgumentParser(prog=f"dpstream bench {spec.paper}")
     module.add_arguments(parser)
-    module.run_cli(parser.parse_args([*verb_args(spec, quick), "--out", str(out)]))
+    options = parser.parse_args([*verb_args(spec, quick), "--out", str(out)])
+    fall_back(spec.paper, module, parser, options)  # a missing default set: its stand-in
+    module.run_cli(options)
 
 
 def _gzip(path: Path) -> None:
