@@ -30,8 +30,8 @@ streams:
 """
 
 
-def make(tmp_path, ledger, slots, sent, fail_publish=False):
-    return recording_agent(tmp_path / "p.yaml", YAML, ledger, slots, sent, fail_publish)
+def make(tmp_path, ledger, slots, sent, fail_publish=False, yaml=YAML):
+    return recording_agent(tmp_path / "p.yaml", yaml, ledger, slots, sent, fail_publish)
 
 
 def feed(r, slot):
