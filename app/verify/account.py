@@ -40,6 +40,7 @@ Steps (:func:`account_central`):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,17 +106,13 @@ class Released:
 def check_releases(stream: str, msgs: list[Msg], verdict: Verdict, first_slot: int) -> Released:
     """Step 1 of the module docstring; ``first_slot``: the first slot judged."""
     out = Released({}, {}, {})
-    for m in msgs:
-        if m.value is None:
-            continue
-        rec = record(m, "releases")
-        if rec.get("stream") != stream:
-            continue
+    for m, rec in records_of(msgs, "releases", stream):
         try:
             slot = int(rec["slot"])
             at = float(rec.get("released_at", m.timestamp_ms / 1000))
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise malformed(m, "releases", exc) from None
+        assert m.value is not None  # records_of skips tombstones
         out.values.setdefault(slot, set()).add(m.value)
         out.at[slot] = min(out.at.get(slot, at), at)
         out.delayed[slot] = bool(rec.get("delayed", False))
@@ -136,12 +133,7 @@ def check_releases(stream: str, msgs: list[Msg], verdict: Verdict, first_slot: i
 def audit_spend(stream: str, msgs: list[Msg], names: tuple[str, ...]) -> dict[int, FloatArray]:
     """Per slot, the spend per group of the first ``audit`` record of the slot."""
     out: dict[int, FloatArray] = {}
-    for m in msgs:
-        if m.value is None:
-            continue
-        rec = record(m, "audit")
-        if rec.get("stream") != stream:
-            continue
+    for m, rec in records_of(msgs, "audit", stream):
         try:
             slot = int(rec["slot"])
             spent = rec.get("spent_by_group") or {}
@@ -150,6 +142,16 @@ def audit_spend(stream: str, msgs: list[Msg], names: tuple[str, ...]) -> dict[in
             raise malformed(m, "audit", exc) from None
         out.setdefault(slot, row)
     return out
+
+
+def records_of(msgs: list[Msg], topic: str, stream: str) -> Iterator[tuple[Msg, dict[str, Any]]]:
+    """Each record of ``stream`` on ``topic`` (tombstones skipped), decoded by :func:`record`."""
+    for m in msgs:
+        if m.value is None:
+            continue
+        rec = record(m, topic)
+        if rec.get("stream") == stream:
+            yield m, rec
 
 
 def record(m: Msg, topic: str) -> dict[str, Any]:

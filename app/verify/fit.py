@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from app.stream.config import StreamConfig
 from app.stream.errors import ServiceError
-from app.verify.account import malformed, record
+from app.verify.account import malformed, records_of
 from app.verify.read import Snapshot
 from app.verify.verdict import Verdict
 
@@ -32,12 +32,7 @@ def check_fit(stream: StreamConfig, snap: Snapshot) -> None:
     ``eps`` are the mechanism's parameters, which the ledger's fingerprint covers: the audit's
     window figures are the mechanism's, not always the level's own ``w``.)"""
     names = [lv.name for lv in stream.levels]
-    for m in snap.audit:
-        if m.value is None:
-            continue
-        rec = record(m, "audit")
-        if rec.get("stream") != stream.id:
-            continue
+    for m, rec in records_of(snap.audit, "audit", stream.id):
         spent = rec.get("spent_by_group")
         if not isinstance(spent, dict):
             raise malformed(m, "audit", "no spent_by_group")
@@ -47,12 +42,7 @@ def check_fit(stream: StreamConfig, snap: Snapshot) -> None:
                 f"{', '.join(map(str, spent))} (audit slot {rec.get('slot')}), this "
                 f"configuration has {', '.join(names)}; {HINT}"
             )
-    for m in snap.releases:
-        if m.value is None:
-            continue
-        rec = record(m, "releases")
-        if rec.get("stream") != stream.id:
-            continue
+    for m, rec in records_of(snap.releases, "releases", stream.id):
         histogram = rec.get("histogram")
         if not isinstance(histogram, list):
             raise malformed(m, "releases", "no histogram")

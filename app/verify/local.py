@@ -25,7 +25,7 @@ import numpy as np
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
 from app.stream.records import decode_report
-from app.verify.account import check_releases, levels_of, malformed, record
+from app.verify.account import check_releases, levels_of, malformed, records_of
 from app.verify.read import Snapshot
 from app.verify.verdict import LevelSpend, Verdict, Violation
 from app.verify.windows import Rows, two_groups, worst_windows
@@ -37,12 +37,7 @@ def request_eps(stream: StreamConfig, snap: Snapshot) -> dict[tuple[int, int], l
     """Per ``(mechanism slot, round index)`` of the stream, the eps per group of its first
     request."""
     out: dict[tuple[int, int], list[float]] = {}
-    for m in snap.requests:
-        if m.value is None:
-            continue
-        rec = record(m, "collection-requests")
-        if rec.get("stream") != stream.id:
-            continue
+    for m, rec in records_of(snap.requests, "collection-requests", stream.id):
         try:
             req = rec.get("request") or {}
             if req.get("round") not in ROUNDS:
