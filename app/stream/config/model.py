@@ -176,6 +176,15 @@ class StreamConfig:
     def level_names(self) -> tuple[str, ...]:
         return tuple(level.name for level in self.levels)
 
+    @property
+    def level_widths(self) -> tuple[int, ...]:
+        """Every level's window ``w`` (the gap rule's, :mod:`app.dp.levels`)."""
+        return tuple(level.w for level in self.levels)
+
+    def slot_of(self, at: float) -> int:
+        """The slot of time ``at`` on the stream's clock (:class:`~app.dp.levels.LevelRule`)."""
+        return self.slots.slot_of(at)
+
     def build_mechanism(self) -> Mechanism:
         """A fresh mechanism for this stream, built through the registry."""
         params = dict(self.params)
