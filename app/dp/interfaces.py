@@ -115,6 +115,9 @@ class RoundDriven(Mechanism):
 
     t: int
     """Slots closed so far (the mechanism numbers its slots from 1)."""
+    users: int
+    """Registered users (indices ``0 .. users - 1``): the mechanism states it, the service
+    never derives it from the parameters."""
     population_division: ClassVar[bool]
     """True: a cohort reports with the whole ``eps``; False: everybody reports a share."""
     group_users: list[int]
