@@ -4,7 +4,10 @@ exactly the one of its kind, and the narrowing helpers refuse the others by name
 from __future__ import annotations
 
 import re
+import typing
+from pathlib import Path
 
+import mypy.api
 import numpy as np
 import pytest
 
@@ -17,7 +20,7 @@ from app.dp.interfaces import (
     as_round,
     as_slotted,
 )
-from app.dp.registry import create, get, names
+from app.dp.registry import PeriodName, RoundName, SlotName, create, get, names
 from app.dp.types import Group
 
 INTERFACE = {
@@ -65,3 +68,46 @@ def test_a_personalized_mechanism_holds_each_level_to_its_own_window_and_shares(
     assert m.takes_levels() and use is not None
     assert use.users == m.group_users and use.available == m.group_users
     assert use.sitting_out == 0 and m.available_users() == sum(m.group_users)
+
+
+LITERAL_NAMES = {SlotStepped: SlotName, PeriodStepped: PeriodName, RoundDriven: RoundName}
+
+
+def test_create_is_typed_by_the_registrys_kinds() -> None:
+    """The literal names of each ``create`` overload are exactly the registry's mechanisms of
+    that interface, so the type a caller sees is the one the class has."""
+    for interface, literal in LITERAL_NAMES.items():
+        typed = set(typing.get_args(literal))
+        assert typed == {n for n in names() if INTERFACE[get(n).kind] is interface}
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_example() -> str:
+    """The README's python block that builds a mechanism with ``create``."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    (found,) = [b for b in blocks if "from app.dp.registry import create" in b]
+    return found
+
+
+def test_readme_example_type_checks_strict(tmp_path: Path) -> None:
+    """Issue 34, section 3: the README's example type-checks under ``mypy --strict`` (it ran
+    before, but ``create`` returned a type without ``step``). The control file asks ``step``
+    of a mechanism whose name is read at run time: mypy must flag that one, so a pass of the
+    example means something."""
+    example = tmp_path / "readme_example.py"
+    example.write_text(_readme_example())
+    control = tmp_path / "control.py"
+    control.write_text(
+        "import sys\nimport numpy as np\nfrom app.dp.registry import create\n"
+        "m = create(sys.argv[1], d=2)\nm.step(np.zeros((1, 2)), np.random.default_rng())\n"
+    )
+    root = str(README.parent)
+    out, _, code = mypy.api.run(
+        ["--strict", "--config-file", f"{root}/pyproject.toml", str(example), str(control)]
+    )
+    lines = [line for line in out.splitlines() if ": error:" in line]
+    assert [line for line in lines if "readme_example.py" in line] == []
+    assert any("control.py" in line and '"step"' in line for line in lines), out
+    assert code == 1
