@@ -19,7 +19,9 @@ from app.dp.interfaces import (
     as_period,
     as_round,
     as_slotted,
+    as_view,
 )
+from app.dp.local.wire import Tally, mask_users
 from app.dp.registry import PeriodName, RoundName, SlotName, create, get, names
 from app.dp.types import Group
 
@@ -111,3 +113,40 @@ def test_readme_example_type_checks_strict(tmp_path: Path) -> None:
     assert [line for line in lines if "readme_example.py" in line] == []
     assert any("control.py" in line and '"step"' in line for line in lines), out
     assert code == 1
+
+
+@pytest.mark.parametrize("name", names())
+def test_every_mechanism_is_a_ledger_view_with_the_views_of_its_kind(name):
+    cls = get(name)
+    view = as_view(create(name, **cls.test_params()))
+    assert (view.graph_window() is not None) == (cls.kind == "graph")
+    pop = view.population_window()
+    assert (pop is not None) == (cls.kind == "local" and bool(cls.population_division))
+    if pop is not None:  # nobody asked yet: everybody available, no slot in the window
+        assert (pop.available, pop.reported, pop.t) == (pop.users, [], 0)
+
+
+def test_the_population_window_counts_the_cohorts_asked():
+    m = as_round(create("lpd", d=3, eps=1.0, w=4, users=48))
+    rng = np.random.default_rng(3)
+    asked = []
+    for _ in range(3):
+        request = m.open_slot(rng)
+        while request is not None:
+            asked.append(int(mask_users(request, m.users).sum()))
+            request = m.on_tally(Tally(request.slot, request.round, *_empty(request, 3)), rng)
+        m.close_slot()
+    pop = m.population_window()
+    assert pop is not None and pop.users == m.users == 48
+    assert sum(pop.reported) == sum(asked) and pop.available == 48 - sum(asked)
+
+
+def _empty(request, d):
+    m = len(request.oracle)
+    return np.zeros((m, d), dtype=np.int64), np.zeros(m, dtype=np.int64)
+
+
+def test_the_mechanism_states_its_users_and_their_groups():
+    m = as_round(get("plbu").for_stream(3, [Group(6, 1.0), Group(2, 0.5)], users=[30, 18]))
+    assert m.users == 48
+    assert m.user_groups().tolist() == [0] * 30 + [1] * 18

@@ -127,6 +127,10 @@ class StreamConfig:
     unit: UnitBound | None = None
     """Set at load: the privacy unit the stream belongs to, with what one user can lose across
     the unit's streams in its interval (:mod:`app.stream.config.units`)."""
+    users: int = 0
+    """Set at load: local mode's registered users (indices ``0 .. users - 1``), as the stream's
+    mechanism states them (:attr:`app.dp.interfaces.RoundDriven.users`); 0 for central
+    streams."""
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -155,14 +159,6 @@ class StreamConfig:
     def sums(self) -> bool:
         """Whether the stream sums amounts (``alpha`` set) instead of counting users."""
         return self.alpha is not None
-
-    @property
-    def users(self) -> int:
-        """Local mode: registered users (indices ``0 .. users - 1``); 0 for central streams."""
-        if not self.local:
-            return 0
-        u = self.params["users"]
-        return int(sum(u)) if isinstance(u, list | tuple) else int(u)
 
     @property
     def d(self) -> int:
