@@ -64,8 +64,6 @@ __all__ = [
 
 OFFSET_KEY = b"\x00offset:"
 """Key prefix of the ``levels`` records that hold a partition's next ``preferences`` offset."""
-MAX_PREFERENCE_PARTITIONS = 1 << 16
-"""Offset markers name a partition below this."""
 
 
 class LevelsError(ValueError):
