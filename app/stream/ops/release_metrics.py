@@ -85,3 +85,6 @@ class ReleaseMetrics(ReleaseListener):
 
     def on_refused(self, stream: StreamConfig) -> None:
         metrics.MECHANISM_REFUSALS.labels(stream.id).inc()
+
+    def on_message_refused(self, stream: str, reason: str) -> None:
+        metrics.INTERNAL_REFUSED.labels(stream, reason).inc()

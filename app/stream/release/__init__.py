@@ -66,7 +66,6 @@ class Releaser:
     ) -> None:
         self.settings = settings
         self.clock = clock
-        self.guard = Guard()
         self.capacity = Capacity(end_offset)
         self.slots = slots
         self.serving: set[str] = set()
@@ -77,6 +76,7 @@ class Releaser:
             "local": topics.spec("reports").partitions,
         }
         self.publisher = Publisher(settings, topics, ledger, produce, persist, listeners)
+        self.guard = Guard(self.publisher.watch)
         self.central = CentralDriver(self.publisher, slots, clock)
         self.local = LocalDriver(self.publisher, slots, clock, preferences)
         self.failed: dict[str, str] = {}

@@ -104,6 +104,9 @@ class ReleaseListener:
     def on_refused(self, stream: StreamConfig) -> None:
         """The stream's mechanism refused a step (its own check)."""
 
+    def on_message_refused(self, stream: str, reason: str) -> None:
+        """The guard refused an internal message of ``stream`` ("" when it did not decode)."""
+
 
 class Listeners(ReleaseListener):
     """Every registered listener as one (the publisher's :attr:`Publisher.watch`): what the
@@ -155,6 +158,10 @@ class Listeners(ReleaseListener):
     def on_refused(self, stream: StreamConfig) -> None:
         for listener in self.each:
             listener.on_refused(stream)
+
+    def on_message_refused(self, stream: str, reason: str) -> None:
+        for listener in self.each:
+            listener.on_message_refused(stream, reason)
 
 
 class StateMismatch(ConfigError):
