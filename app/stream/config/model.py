@@ -4,6 +4,7 @@ worker's settings. Built by :mod:`app.stream.config.streams` (the YAML file) and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,7 +144,7 @@ class StreamConfig:
     def local(self) -> bool:
         return self.mode == "local"
 
-    @property
+    @functools.cached_property
     def slots(self) -> SlotClock:
         """The stream's slot clock (the one place slot arithmetic lives)."""
         return SlotClock(self.slot_s, 0.0 if self.local else self.grace_s)
@@ -172,7 +173,7 @@ class StreamConfig:
     def level_names(self) -> tuple[str, ...]:
         return tuple(level.name for level in self.levels)
 
-    @property
+    @functools.cached_property
     def level_widths(self) -> tuple[int, ...]:
         """Every level's window ``w`` (the gap rule's, :mod:`app.dp.levels`)."""
         return tuple(level.w for level in self.levels)
