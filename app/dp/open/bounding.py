@@ -89,12 +89,21 @@ def bound(
     users: npt.ArrayLike, keys: npt.ArrayLike, max_keys: int, salt: int, max_key_chars: int = 256
 ) -> Bounded:
     """Apply the bound to one slot's events (``users[i]`` sent ``keys[i]``); inputs unchanged."""
+    distinct, _, index, dropped = kept_pairs(users, keys, max_keys, salt, max_key_chars)
+    counts = np.bincount(index, minlength=distinct.size).astype(np.int64)
+    present = counts > 0
+    return Bounded(distinct[present], counts[present], dropped)
+
+
+def kept_pairs(
+    users: npt.ArrayLike, keys: npt.ArrayLike, max_keys: int, salt: int, max_key_chars: int = 256
+) -> tuple[npt.NDArray[np.str_], IntArray, IntArray, int]:
+    """The slot's distinct keys (sorted), the kept ``(user, key index)`` pairs, and how many
+    distinct pairs were dropped."""
     u = np.asarray(users, dtype=np.int64).ravel()
     k = np.asarray(keys, dtype=np.str_).ravel()
     if u.shape != k.shape:
-        raise ParameterError(
-            f"users and keys must have one entry per event, got {u.size}, {k.size}"
-        )
+        raise ParameterError(f"users and keys must align, got {u.size} and {k.size} entries")
     if k.size and int(np.char.str_len(k).max()) > max_key_chars:
         raise ParameterError(f"keys must have at most max_key_chars={max_key_chars} characters")
     distinct, index = np.unique(k, return_inverse=True)
@@ -116,6 +125,4 @@ def bound(
     position = np.arange(u.size)
     rank = position - np.maximum.accumulate(np.where(starts, position, 0))
     kept = rank < max_keys
-    counts = np.bincount(index[kept], minlength=distinct.size).astype(np.int64)
-    present = counts > 0
-    return Bounded(distinct[present], counts[present], int((~kept).sum()))
+    return distinct, u[kept], index[kept], int((~kept).sum())

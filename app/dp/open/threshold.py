@@ -65,7 +65,7 @@ def draw(rng: np.random.Generator, gamma: Fraction, size: int) -> IntArray:
 
 
 def _a(gamma: Fraction) -> Decimal:
-    return _DECIMAL.exp(-_DECIMAL.divide(Decimal(gamma.numerator), Decimal(gamma.denominator)))
+    return _DECIMAL.exp(_DECIMAL.minus(_DECIMAL.divide(gamma.numerator, gamma.denominator)))
 
 
 def tail(gamma: Fraction, m: int) -> Decimal:
@@ -73,7 +73,7 @@ def tail(gamma: Fraction, m: int) -> Decimal:
     if m < 1:
         raise ParameterError(f"m must be >= 1, got {m}")
     a = _a(gamma)
-    return _DECIMAL.divide(_DECIMAL.power(a, m), a + 1)
+    return _DECIMAL.divide(_DECIMAL.power(a, m), _DECIMAL.add(a, 1))
 
 
 def singleton_release(gamma: Fraction, tau: int) -> Decimal:
