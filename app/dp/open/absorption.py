@@ -22,8 +22,8 @@ class OpenPBA(OpenMechanism):
     -----
     L. Du et al., PVLDB 18(6), 2025, Algorithm 5 (PBA), lines 1-19, on PWSM (Alg. 2), and
     Kellaris et al., PVLDB 7(12), 2014 (BA, its one-level case); the selection as in
-    :class:`~app.dp.open.uniform.OpenUniform`. Reading aids ``shared/specs/seed-000-pwsm.md``
-    §2.8-2.11 and ``shared/specs/open-domain.md`` ("Adaptive publication").
+    :class:`~app.dp.open.uniform.OpenUniform`. Reading aids ``docs/specs/seed-000-pwsm.md``
+    §2.8-2.11 and ``docs/specs/open-domain.md`` ("Adaptive publication").
 
     ========================  ===========================================================
     paper / spec              here

@@ -1,6 +1,6 @@
 """The selection threshold for discrete Laplace counts, and the noise it is computed for.
 
-Setting (``shared/specs/open-domain.md``, "One slot"). ``Z ~ DL(gamma)``, ``P(Z = z) = (1 - a) /
+Setting (``docs/specs/open-domain.md``, "One slot"). ``Z ~ DL(gamma)``, ``P(Z = z) = (1 - a) /
 (1 + a) a**|z|``, ``a = exp(-gamma)``, with ``gamma = eps / Delta`` for a count vector of L1
 sensitivity ``Delta``. For ``m >= 1`` the tail is a geometric series:
 

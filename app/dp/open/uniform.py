@@ -20,7 +20,7 @@ class OpenUniform(OpenMechanism):
     Kellaris et al., PVLDB 7(12), 2014, §4.1 (Uniform) for the schedule; the selection is the
     thresholding of Korolova et al. (WWW 2009) as analysed by Desfontaines et al. (PoPETs 2022)
     and run per trigger by DP-SQLP (Zhang et al., PVLDB 2024). Reading aid:
-    ``shared/specs/open-domain.md``.
+    ``docs/specs/open-domain.md``.
 
     ==================  ==================================================
     paper / spec        here
