@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from app.dp.errors import ParameterError
 from app.dp.open.base import SHARE, OpenMechanism, Outcome, Plan
 from app.dp.open.ledger import Level
 from app.dp.open.threshold import draw, mean_abs, rate
@@ -42,8 +43,8 @@ class OpenPBA(OpenMechanism):
         As in :class:`~app.dp.open.uniform.OpenUniform`.
     selection_share
         The part of each level's eps spent on selection, ``selection_share * eps_i / w_i`` at
-        every slot (default 1/2); the rest runs PBA on the public keys. All of delta goes to
-        the selection, ``delta_i / w_i`` per slot.
+        every slot (default 1/2, below 1); the rest runs PBA on the public keys. All of delta
+        goes to the selection, ``delta_i / w_i`` per slot.
 
     State
     -----
@@ -113,6 +114,11 @@ class OpenPBA(OpenMechanism):
         max_key_chars: int = 256,
         selection_share: float = 0.5,
     ) -> None:
+        if selection_share == 1.0:
+            raise ParameterError(
+                "selection_share must be below 1 for open_pba: the public keys need a share, "
+                f"got {selection_share!r}"
+            )
         super().__init__(
             levels, population, max_keys, sensitivity, retire_after, max_key_chars, selection_share
         )

@@ -4,10 +4,14 @@
 * a user never contributes more than ``max_keys`` keys per slot, each once, and removing a
   user moves the bounded counts by at most ``max_keys`` in L1 (the noise's sensitivity);
 * a public key is released at every slot until it is retired, and retired only after
-  ``retire_after`` released counts below the threshold in a row.
+  ``retire_after`` released counts below the threshold in a row;
+* the keys only the changed user holds pass the threshold with probability within the slot's
+  delta at every level.
 """
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 import numpy as np
 from hypothesis import given, settings
@@ -16,6 +20,7 @@ from hypothesis import strategies as st
 from app.dp.open import Level, OpenPBA, OpenUniform
 from app.dp.open.bounding import bound, kept_pairs
 from app.dp.open.checks import random_events, window_violations
+from app.dp.open.threshold import rate, singleton_release
 
 LEVEL = st.builds(
     Level,
@@ -35,11 +40,18 @@ CONFIG = st.fixed_dictionaries(
 MECHANISM = st.sampled_from([OpenUniform, OpenPBA])
 
 
+def build(cls, config):
+    """``cls`` on ``config``; OpenPBA keeps a share for its public keys (share below 1)."""
+    if cls is OpenPBA and config["selection_share"] == 1.0:
+        config = {**config, "selection_share": 0.75}
+    return cls(population=10**7, **config)
+
+
 @settings(max_examples=25, deadline=None)
 @given(cls=MECHANISM, config=CONFIG, seed=st.integers(0, 2**32 - 1))
 def test_window_sums_of_eps_and_delta_stay_within_every_level(cls, config, seed):
     rng = np.random.default_rng(seed)
-    m = cls(population=10**7, **config)
+    m = build(cls, config)
     releases = [m.step(x.users, x.keys, rng) for x in random_events(rng, 120, max_users=120)]
     assert not window_violations(releases, m.levels)
     for i, level in enumerate(m.levels):  # and the ledger agrees with the releases
@@ -110,7 +122,7 @@ def test_the_kept_keys_follow_the_salt_not_the_event_order():
 @given(cls=MECHANISM, config=CONFIG, seed=st.integers(0, 2**32 - 1))
 def test_a_public_key_is_released_every_slot_until_retired(cls, config, seed):
     rng = np.random.default_rng(seed)
-    m = cls(population=10**7, **config)
+    m = build(cls, config)
     public: set[str] = set()
     quiet: dict[str, int] = {}
     for x in random_events(rng, 120, max_users=200):
@@ -126,3 +138,16 @@ def test_a_public_key_is_released_every_slot_until_retired(cls, config, seed):
         public = (public - expected) | new
         quiet = {k: quiet.get(k, 0) for k in public}
         assert public == set(m.public.keys.tolist())
+
+
+@settings(max_examples=60, deadline=None)
+@given(cls=MECHANISM, config=CONFIG)
+def test_a_one_user_key_is_released_with_probability_within_every_levels_delta_share(cls, config):
+    """``Delta`` one-user keys (both sides of a pair) together pass ``tau`` with probability at
+    most the slot's delta at every level, computed exactly from the discrete Laplace tail."""
+    m = build(cls, config)
+    eps, delta = m.selection_budget()
+    per_key = singleton_release(rate(eps, m.units), m.tau)
+    r = m.step(np.zeros(0, np.int64), np.zeros(0, str), np.random.default_rng(0))
+    for spent in r.delta_spent:
+        assert m.units * per_key <= Decimal(spent.numerator) / Decimal(spent.denominator)
