@@ -64,12 +64,32 @@ def key_hash(keys: npt.NDArray[np.str_]) -> npt.NDArray[np.uint64]:
     """A 64-bit hash of each key string, over its code points (numpy, a loop over columns)."""
     fixed = np.asarray(keys, dtype=np.str_)
     width = max(fixed.dtype.itemsize // 4, 1)
-    points = fixed.view(np.uint32).reshape(fixed.size, width).astype(np.uint64)
+    points = fixed.view(np.uint32).reshape(fixed.size, width)
     h = np.full(fixed.size, _GOLDEN, dtype=np.uint64)
     for j in range(width):
         with np.errstate(over="ignore"):
-            h = mix(h + points[:, j] + _GOLDEN)
+            h = mix(h + points[:, j].astype(np.uint64) + _GOLDEN)
     return h
+
+
+def distinct_keys(
+    keys: npt.NDArray[np.str_],
+) -> tuple[npt.NDArray[np.str_], IntArray, npt.NDArray[np.uint64]]:
+    """The distinct keys (in hash order), each event's index into them, and their hashes.
+
+    Grouping by the 64-bit hash avoids sorting strings (seconds for a million keys); the
+    grouping is then checked exactly on the code points (every key equals its group's first),
+    and a collision, about ``n**2 / 2**65`` likely, falls back to grouping the strings."""
+    fixed = np.ascontiguousarray(keys, dtype=np.str_)
+    width = max(fixed.dtype.itemsize // 4, 1)
+    rows = fixed.view(np.uint32).reshape(fixed.size, width)  # row takes: fast, unlike strings
+    hashes, first, index = np.unique(key_hash(fixed), return_index=True, return_inverse=True)
+    index = index.ravel().astype(np.int64)
+    distinct_rows = rows[first]
+    if np.array_equal(distinct_rows[index], rows):
+        return distinct_rows.view(fixed.dtype).ravel(), index, hashes
+    distinct, index = np.unique(fixed, return_inverse=True)  # two keys share a hash
+    return distinct, index.ravel().astype(np.int64), key_hash(distinct)
 
 
 @dataclass(frozen=True)
@@ -77,7 +97,8 @@ class Bounded:
     """A slot's events after bounding: the distinct keys (sorted) and their user counts."""
 
     keys: npt.NDArray[np.str_]
-    """Distinct keys that some user kept, sorted."""
+    """Distinct keys that some user kept (in hash order, not sorted: sorting a million strings
+    takes seconds; the release sorts only what it shows)."""
     counts: IntArray
     """Users who kept each key (each >= 1)."""
     dropped: int
@@ -98,31 +119,34 @@ def bound(
 def kept_pairs(
     users: npt.ArrayLike, keys: npt.ArrayLike, max_keys: int, salt: int, max_key_chars: int = 256
 ) -> tuple[npt.NDArray[np.str_], IntArray, IntArray, int]:
-    """The slot's distinct keys (sorted), the kept ``(user, key index)`` pairs, and how many
-    distinct pairs were dropped."""
+    """The slot's distinct keys (:func:`distinct_keys`), the kept ``(user, key index)`` pairs,
+    and how many distinct pairs were dropped."""
     u = np.asarray(users, dtype=np.int64).ravel()
     k = np.asarray(keys, dtype=np.str_).ravel()
     if u.shape != k.shape:
         raise ParameterError(f"users and keys must align, got {u.size} and {k.size} entries")
     if k.size and int(np.char.str_len(k).max()) > max_key_chars:
         raise ParameterError(f"keys must have at most max_key_chars={max_key_chars} characters")
-    distinct, index = np.unique(k, return_inverse=True)
-    index = index.ravel().astype(np.int64)
-    # each (user, key) once
-    order = np.lexsort((index, u))
-    u, index = u[order], index[order]
-    first = np.ones(u.size, dtype=bool)
-    first[1:] = (u[1:] != u[:-1]) | (index[1:] != index[:-1])
-    u, index = u[first], index[first]
-    # keyed order within each user: the max_keys smallest scores survive
+    distinct, index, hashes = distinct_keys(k)
+    users_of, user = np.unique(u, return_inverse=True)
+    user = user.ravel().astype(np.int64)
+    # each (user, key) once: one integer per pair (users x keys < 2**63 for < 3e9 events)
+    pairs = np.sort(user * distinct.size + index)  # a sort: np.unique's hash path is slower
+    pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])] if pairs.size else pairs
+    user, index = pairs // distinct.size, pairs % distinct.size
+    # the keyed order: within each user, ascending score (ties by key index, a stable sort)
     salt_word = np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
     with np.errstate(over="ignore"):
-        score = mix(key_hash(distinct)[index] + mix(u.astype(np.uint64) ^ salt_word))
-    order = np.lexsort((index, score, u))
-    u, index = u[order], index[order]
-    starts = np.ones(u.size, dtype=bool)
-    starts[1:] = u[1:] != u[:-1]
-    position = np.arange(u.size)
+        score = mix(hashes[index] + mix(users_of[user].astype(np.uint64) ^ salt_word))
+    bits = max(int(users_of.size).bit_length(), 1)
+    order = np.argsort(
+        (user.astype(np.uint64) << np.uint64(64 - bits)) | (score >> np.uint64(bits)),
+        kind="stable",
+    )
+    user, index = user[order], index[order]
+    starts = np.ones(user.size, dtype=bool)
+    starts[1:] = user[1:] != user[:-1]
+    position = np.arange(user.size)
     rank = position - np.maximum.accumulate(np.where(starts, position, 0))
     kept = rank < max_keys
-    return distinct, u[kept], index[kept], int((~kept).sum())
+    return distinct, users_of[user[kept]], index[kept], int((~kept).sum())

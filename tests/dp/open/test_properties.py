@@ -151,3 +151,17 @@ def test_a_one_user_key_is_released_with_probability_within_every_levels_delta_s
     r = m.step(np.zeros(0, np.int64), np.zeros(0, str), np.random.default_rng(0))
     for spent in r.delta_spent:
         assert m.units * per_key <= Decimal(spent.numerator) / Decimal(spent.denominator)
+
+
+def test_keys_sharing_a_hash_are_still_counted_apart(monkeypatch):
+    """The hash only groups; a collision falls back to grouping the strings themselves."""
+    from app.dp.open import bounding
+
+    users = np.array([1, 2, 3, 3, 4])
+    keys = np.array(["x", "y", "x", "z", "yy"])
+    honest = bound(users, keys, 2, salt=3)
+    monkeypatch.setattr(bounding, "key_hash", lambda k: np.zeros(np.size(k), dtype=np.uint64))
+    colliding = bound(users, keys, 2, salt=3)
+    count = dict(zip(colliding.keys.tolist(), colliding.counts.tolist(), strict=True))
+    assert count == {"x": 2, "y": 1, "z": 1, "yy": 1}
+    assert count == dict(zip(honest.keys.tolist(), honest.counts.tolist(), strict=True))
