@@ -4,7 +4,7 @@ Rule: a **keyed-hash order per user and slot**. Every distinct ``(user, key)`` p
 gets the score ``mix(hash(key) + mix(user ^ salt))``, where ``salt`` is a 64-bit word drawn from
 the slot's generator (secret: the service keys that generator with HMAC, :func:`app.dp.noise.
 keyed_rng`) and ``mix`` is the SplitMix64 finalizer; a user keeps its ``max_keys`` keys of
-smallest score (ties by key). Why this rule:
+smallest score (ties, a 2**-64 event, by the key's hash, then the key). Why this rule:
 
 * **Stability (the privacy argument needs only this).** A user's kept keys are a function of that
   user's own events of the slot and the salt, nothing else: adding, removing or replacing one
@@ -61,21 +61,25 @@ def mix(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
 
 
 def key_hash(keys: npt.NDArray[np.str_]) -> npt.NDArray[np.uint64]:
-    """A 64-bit hash of each key string, over its code points (numpy, a loop over columns)."""
-    fixed = np.asarray(keys, dtype=np.str_)
+    """A 64-bit hash of each key string, over its code points and its length only (the array's
+    padding to its longest key never enters: a key hashes alike in any slot), numpy with a
+    loop over columns."""
+    fixed = np.ascontiguousarray(keys, dtype=np.str_)
     width = max(fixed.dtype.itemsize // 4, 1)
     points = fixed.view(np.uint32).reshape(fixed.size, width)
+    lengths = np.char.str_len(fixed).astype(np.uint64)
     h = np.full(fixed.size, _GOLDEN, dtype=np.uint64)
     for j in range(width):
         with np.errstate(over="ignore"):
-            h = mix(h + points[:, j].astype(np.uint64) + _GOLDEN)
-    return h
+            h = np.where(lengths > j, mix(h + points[:, j].astype(np.uint64) + _GOLDEN), h)
+    return mix(h ^ lengths)
 
 
 def distinct_keys(
     keys: npt.NDArray[np.str_],
 ) -> tuple[npt.NDArray[np.str_], IntArray, npt.NDArray[np.uint64]]:
-    """The distinct keys (in hash order), each event's index into them, and their hashes.
+    """The distinct keys ordered by (hash, string), each event's index into them, and their
+    hashes: the order depends on the keys alone, never on which other keys the slot holds.
 
     Grouping by the 64-bit hash avoids sorting strings (seconds for a million keys); the
     grouping is then checked exactly on the code points (every key equals its group's first),
@@ -89,7 +93,11 @@ def distinct_keys(
     if np.array_equal(distinct_rows[index], rows):
         return distinct_rows.view(fixed.dtype).ravel(), index, hashes
     distinct, index = np.unique(fixed, return_inverse=True)  # two keys share a hash
-    return distinct, index.ravel().astype(np.int64), key_hash(distinct)
+    hashes = key_hash(distinct)
+    by_hash = np.argsort(hashes, kind="stable")  # the same (hash, string) order as above
+    place = np.empty(by_hash.size, dtype=np.int64)
+    place[by_hash] = np.arange(by_hash.size)
+    return distinct[by_hash], place[index.ravel()], hashes[by_hash]
 
 
 @dataclass(frozen=True)
@@ -134,15 +142,14 @@ def kept_pairs(
     pairs = np.sort(user * distinct.size + index)  # a sort: np.unique's hash path is slower
     pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])] if pairs.size else pairs
     user, index = pairs // distinct.size, pairs % distinct.size
-    # the keyed order: within each user, ascending score (ties by key index, a stable sort)
+    # the keyed order: within each user, ascending score (ties by key index: hash, string)
     salt_word = np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
     with np.errstate(over="ignore"):
         score = mix(hashes[index] + mix(users_of[user].astype(np.uint64) ^ salt_word))
-    bits = max(int(users_of.size).bit_length(), 1)
-    order = np.argsort(
-        (user.astype(np.uint64) << np.uint64(64 - bits)) | (score >> np.uint64(bits)),
-        kind="stable",
-    )
+    # two stable sorts, by score then by user (a lexsort, faster); never a data-dependent
+    # truncation of the score, which would let the number of users reorder a user's keys
+    by_score = np.argsort(score, kind="stable")
+    order = by_score[np.argsort(user[by_score], kind="stable")]
     user, index = user[order], index[order]
     starts = np.ones(user.size, dtype=bool)
     starts[1:] = user[1:] != user[:-1]

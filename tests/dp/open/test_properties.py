@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.dp.open import Level, OpenPBA, OpenUniform
-from app.dp.open.bounding import bound, kept_pairs
+from app.dp.open.bounding import bound, kept_pairs, key_hash
 from app.dp.open.checks import random_events, window_violations
 from app.dp.open.threshold import rate, singleton_release
 
@@ -165,3 +165,24 @@ def test_keys_sharing_a_hash_are_still_counted_apart(monkeypatch):
     count = dict(zip(colliding.keys.tolist(), colliding.counts.tolist(), strict=True))
     assert count == {"x": 2, "y": 1, "z": 1, "yy": 1}
     assert count == dict(zip(honest.keys.tolist(), honest.counts.tolist(), strict=True))
+
+
+def test_a_key_hashes_alike_whatever_else_the_slot_holds():
+    """The hash is the key's own: a longer key elsewhere in the slot (wider padding) changes
+    nothing, else removing one user could reorder another user's keys."""
+    alone = key_hash(np.array(["a", "bc"]))
+    beside = key_hash(np.array(["a", "bc", "a-much-longer-key"]))
+    assert alone.tolist() == beside[:2].tolist()
+    assert len(set(beside.tolist())) == 3
+
+
+def test_removing_the_holder_of_the_longest_key_keeps_the_others_kept_keys():
+    rng = np.random.default_rng(4)
+    users = np.repeat(np.arange(200), 5)
+    names = [f"k{i}" for i in rng.integers(0, 60, users.size)]
+    names[0] = "a-key-much-longer-than-every-other-one"
+    salt, rest = 99, users != 0
+    d1, u1, k1, _ = kept_pairs(users, np.array(names), 2, salt)  # as wide as the longest key
+    d2, u2, k2, _ = kept_pairs(users[rest], np.array(names[5:]), 2, salt)  # 3 characters
+    others = {(u, str(d1[k])) for u, k in zip(u1.tolist(), k1.tolist(), strict=True) if u != 0}
+    assert others == {(u, str(d2[k])) for u, k in zip(u2.tolist(), k2.tolist(), strict=True)}
