@@ -4,11 +4,12 @@
 drives it directly; :mod:`app.stream.collect.ingest` feeds it batches and fetch observations from
 Kafka and ships what :meth:`Collector.flush` returns.
 
-Per events partition it keeps the *open* slots: for each ``(stream, slot)`` a dict
-``user -> value`` (the first value a user sent in the slot; later ones are ``duplicate``) and
-the smallest offset that fed it. A stream with ``max_values: l > 1`` keeps ``user -> tuple``
-of the first ``l`` distinct values (a repeated value is ``duplicate``, one more distinct value
-is ``clipped``); one-value streams keep the plain dict and its speed. A sum stream
+Per events partition it keeps the *open* slots: for each ``(stream, slot)`` the first value
+each user sent in the slot (later ones are ``duplicate``) and the smallest offset that fed it.
+One-value counting streams keep it as a :class:`~app.stream.collect.first_values.FirstValues`
+(keyed user digests in numpy arrays, ~9 bytes per user). A stream with ``max_values: l > 1``
+keeps a dict ``user -> tuple`` of the first ``l`` distinct values (a repeated value is
+``duplicate``, one more distinct value is ``clipped``). A sum stream
 (``sum: {alpha: A}``) keeps ``user -> {value: amount}``: the user's first amount for each of its
 first ``l`` distinct values, clipped to ``A``; an event whose amount was cut to ``A`` counts as
 ``clipped`` (its clipped amount is kept), and its slot closes into per-group *sums* (floats).
@@ -63,7 +64,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from msgpack import unpackb
 
-from app.stream.collect.partitioning import partition_for
+from app.stream.collect.first_values import FirstValues
+from app.stream.collect.partitioning import partition_for, partitions_of
 from app.stream.collect.preferences import History, Preferences
 from app.stream.collect.watermark import EventClocks
 from app.stream.config import StreamConfig
@@ -83,7 +85,8 @@ PARTITION_CACHE = 1 << 20
 class PartitionSlots:
     """Open slots and progress of one events partition."""
 
-    buckets: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    buckets: dict[tuple[str, int], Any] = field(default_factory=dict)
+    """Per open slot: :class:`FirstValues`, or for other streams a dict ``user -> values``."""
     min_offset: dict[tuple[str, int], int] = field(default_factory=dict)
     closed_through: dict[str, int] = field(default_factory=dict)
     caught_up: bool = False
@@ -235,7 +238,7 @@ class Collector:
 
         The hot path: one call per fetched batch. A batch whose events are all well formed and
         belong to one-value counting streams goes through :meth:`_add_batch_fast` (checks and
-        slot assignment over the whole batch, one dict merge per open slot); any other batch,
+        slot assignment over the whole batch, one array merge per open slot); any other batch,
         or part of a batch, through :meth:`add_batch_reference`, the event-by-event rules.
         """
         batch = records if isinstance(records, list) else list(records)
@@ -250,7 +253,7 @@ class Collector:
 
         Phase 1 (:meth:`_fast_batch`) checks the whole batch without touching any state. Phase
         2 assigns slots, counts late events and merges, per open slot, the batch's first value
-        per user into the slot's dict, keeping values already there.
+        per user into the slot's :class:`FirstValues`, keeping values already there.
         """
         n = len(records)
         if n == 0:
@@ -302,18 +305,11 @@ class Collector:
             open_slot = (sid, slot)
             bucket = part.buckets.get(open_slot)
             if bucket is None:
-                bucket = part.buckets[open_slot] = {}
+                bucket = part.buckets[open_slot] = FirstValues(stream.d)
                 part.min_offset[open_slot] = records[first].offset
-            fresh = dict(zip(reversed(us), reversed(vs), strict=True))  # first value per user
-            before = len(bucket)
-            # Users already in the slot keep their value: put it back after the merge. The
-            # intersection iterates over the smaller side (the batch), never the whole bucket.
-            held = fresh.keys() & bucket.keys()
-            kept = list(map(bucket.__getitem__, held))
-            bucket.update(fresh)
-            bucket.update(zip(held, kept, strict=True))
-            accepted += len(bucket) - before
-            duplicate += len(us) - (len(bucket) - before)
+            fresh = bucket.merge(us, vs)  # users already in the slot keep their value
+            accepted += fresh
+            duplicate += len(us) - fresh
         if accepted:
             counted[sid, "accepted"] += accepted
         if duplicate:
@@ -325,7 +321,7 @@ class Collector:
     ) -> tuple[str, StreamConfig, list[str], list[Any], np.ndarray] | None:
         """Phase 1 of :meth:`_add_batch_fast`: ``(stream id, stream, users, values, times)``
         when every record of the batch is a valid event of one one-value counting stream, else
-        None. Pure: it reads the partition cache and fills it, nothing else.
+        None. Pure: it changes no state.
 
         It decodes each value with the same msgpack options as
         :func:`~app.stream.records.decode_event` and checks the fields' types before anything
@@ -334,7 +330,6 @@ class Collector:
         treats any exception as a decline, so a record no check foresaw still reaches the
         reference path, which dead-letters it with its reason.
         """
-        n = len(records)
         raws = list(map(_value_of, records))
         if max(map(len, raws)) > MAX_EVENT_BYTES:
             return None
@@ -356,12 +351,8 @@ class Collector:
         keys = list(map(_key_of, records))
         if list(map(str.encode, users)) != keys:
             return None  # key_mismatch somewhere (a None key never equals bytes)
-        partition_of = self._partition_of
-        if list(map(partition_of.get, keys)).count(partition) != n:
-            for key in set(keys):
-                self._partition(key)
-            if list(map(partition_of.get, keys)).count(partition) != n:
-                return None
+        if (partitions_of(keys, self.partitions_total) != partition).any():
+            return None
         if not set(map(type, stamps)) <= {float, int}:
             return None
         ts = np.array(stamps, dtype=np.float64)
@@ -428,18 +419,22 @@ class Collector:
                 late_slots.add((sid, slot))
                 continue
             open_slot = (sid, slot)
-            bucket = buckets.get(open_slot)
+            bucket: Any = buckets.get(open_slot)  # FirstValues, or a dict (see PartitionSlots)
             if bucket is None:
-                bucket = buckets[open_slot] = {}
+                one = stream.max_values == 1 and stream.alpha is None
+                bucket = buckets[open_slot] = FirstValues(stream.d) if one else {}
                 min_offset[open_slot] = rec.offset
             if sums and sid in sums:
                 counted[sid, _add_amount(bucket, user, value, sums[sid], stream.max_values)] += 1
                 continue
-            held = bucket.get(user)
             l_max = stream.max_values
+            if l_max == 1:
+                counted[sid, "accepted" if bucket.add(user, value) else "duplicate"] += 1
+                continue
+            held = bucket.get(user)
             if held is None:
-                bucket[user] = value if l_max == 1 else (value,)
-            elif l_max == 1 or value in held:
+                bucket[user] = (value,)
+            elif value in held:
                 counted[sid, "duplicate"] += 1
                 continue
             elif len(held) >= l_max:
@@ -471,25 +466,26 @@ class Collector:
         found = part.progress.get(stream.id)
         return None if found is None or found == -math.inf else found
 
-    def _counts(
-        self, stream: StreamConfig, slot: int, bucket: dict[str, Any] | None
-    ) -> list[int] | list[float]:
+    def _counts(self, stream: StreamConfig, slot: int, bucket: Any) -> list[int] | list[float]:
         if stream.alpha is not None:
             return self._sums(stream, slot, bucket or {})
         m, d = len(stream.levels), stream.d
         counts = np.zeros((m, d), dtype=np.int64)
         if bucket:
-            if stream.max_values == 1:
-                values = np.fromiter(bucket.values(), dtype=np.int64, count=len(bucket))
+            if isinstance(bucket, FirstValues):
+                values = bucket.values()
+                users = list(self.preferences.users)
+                found = dict(zip(users, bucket.find(users), strict=True))
+                held_by = {u: (v,) for u, v in found.items() if v is not None}
             else:
                 values = np.fromiter(chain.from_iterable(bucket.values()), dtype=np.int64)
+                held_by = {u: bucket[u] for u in self.preferences.special(bucket)}
             counts[stream.default_level] = np.bincount(values, minlength=d)
-            for user in self.preferences.special(bucket):
+            for user, held in held_by.items():
                 g = self.preferences.group(stream, user, slot)
                 if g == stream.default_level:
                     continue
-                held = bucket[user]
-                mine = [held] if stream.max_values == 1 else list(held)
+                mine = list(held)
                 np.subtract.at(counts[stream.default_level], mine, 1)
                 if g is None:
                     self.outcomes[stream.id, "level_change"] += len(mine)
