@@ -185,3 +185,8 @@ def test_tools_are_on_top() -> None:
 def test_cycle_finder_finds_a_loop() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_offline_bench_does_not_import_the_service() -> None:
+    """Issue 35 §4: the capacity benchmarks, which drive the service, live in ``app.tools``."""
+    assert "stream" not in package_graph()["bench"]
