@@ -43,9 +43,9 @@ def _apply(slot: FirstValues, ref: dict[str, int], op: tuple) -> None:
         fresh = {u: v for u, v in reversed(arg) if u not in ref}
         assert slot.merge(users, [v for _, v in arg]) == len(fresh)
         ref.update(fresh)
-    else:
+    else:  # one event at a time, as the reference path of a one-event batch
         user, value = arg
-        assert slot.add(user, value) == (user not in ref)
+        assert slot.merge([user], [value]) == (user not in ref)
         ref.setdefault(user, value)
 
 
@@ -88,10 +88,8 @@ def test_a_collision_only_drops_values(ops, buckets) -> None:
 
 
 def _apply_loose(slot: FirstValues, op: tuple) -> None:
-    if op[0] == "merge":
-        slot.merge([u for u, _ in op[1]], [v for _, v in op[1]])
-    else:
-        slot.add(*op[1])
+    events = op[1] if op[0] == "merge" else [op[1]]
+    slot.merge([u for u, _ in events], [v for _, v in events])
 
 
 YAML = """

@@ -375,7 +375,9 @@ class Collector:
         self, partition: int, records: Iterable[Any], wall_now: float
     ) -> list[tuple[BadEvent, Any]]:
         """:meth:`add_batch` event by event: the rules as written (and the path of every batch
-        the fast path declines)."""
+        the fast path declines). A one-value stream's events are gathered per open slot and
+        merged in the batch's order at its end, which keeps each user's first value as event by
+        event would."""
         part = self.partitions[partition]
         buckets, min_offset, closed_through = part.buckets, part.min_offset, part.closed_through
         streams, domains, slot_s, partition_of = (
@@ -389,6 +391,7 @@ class Collector:
         horizon = {sid: s.slots.horizon(wall_now) for sid, s in streams.items()}
         counted: Counter[tuple[str, str]] = Counter()
         bad: list[tuple[BadEvent, Any]] = []
+        firsts: dict[tuple[str, int], tuple[list[str], list[Any]]] = {}
         max_ts = part.max_ts
         for rec in records:
             key = rec.key
@@ -428,8 +431,10 @@ class Collector:
                 counted[sid, _add_amount(bucket, user, value, sums[sid], stream.max_values)] += 1
                 continue
             l_max = stream.max_values
-            if l_max == 1:
-                counted[sid, "accepted" if bucket.add(user, value) else "duplicate"] += 1
+            if l_max == 1:  # merged once per slot after the loop, in the batch's order
+                firsts.setdefault(open_slot, ([], []))
+                firsts[open_slot][0].append(user)
+                firsts[open_slot][1].append(value)
                 continue
             held = bucket.get(user)
             if held is None:
@@ -443,6 +448,12 @@ class Collector:
             else:
                 bucket[user] = (*held, value)
             counted[sid, "accepted"] += 1
+        for open_slot, (users, values) in firsts.items():
+            fresh = buckets[open_slot].merge(users, values)
+            if fresh:
+                counted[open_slot[0], "accepted"] += fresh
+            if len(users) > fresh:
+                counted[open_slot[0], "duplicate"] += len(users) - fresh
         part.max_ts = max_ts
         if newest:
             self.event_clocks.saw(partition, newest, wall_now)

@@ -42,8 +42,6 @@ import numpy.typing as npt
 
 RATIO = 4
 """Each run holds at least this many times the users of the next (newer) one."""
-PENDING = 512
-"""Users added one at a time (the reference path) are kept in a dict up to this many."""
 
 _SIPHASH = (
     sys.hash_info.algorithm.startswith("siphash")
@@ -73,49 +71,31 @@ def _blake(user: str) -> int:
 class FirstValues:
     """The first value of each user in one open slot, by digest; see the module docstring."""
 
-    __slots__ = ("_dtype", "_runs", "_pending")
+    __slots__ = ("_dtype", "_runs")
 
     def __init__(self, d: int) -> None:
         self._dtype = np.min_scalar_type(max(d - 1, 0))
         self._runs: list[tuple[Digests, npt.NDArray[Any]]] = []
-        self._pending: dict[int, int] = {}
 
     def __len__(self) -> int:
-        return sum(int(r[0].shape[0]) for r in self._runs) + len(self._pending)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes the arrays hold (the pending dict aside: at most :data:`PENDING` users)."""
-        return sum(h.nbytes + v.nbytes for h, v in self._runs)
+        return sum(int(r[0].shape[0]) for r in self._runs)
 
     def merge(self, users: Sequence[str], values: Sequence[int]) -> int:
         """Keep the first value of each of ``users`` (in order) not already in the slot;
         return how many users were new (the others' values are duplicates)."""
-        self._flush_pending()
         if not users:
             return 0
         return self._merge(digests(users), np.asarray(values, dtype=self._dtype))
 
-    def add(self, user: str, value: int) -> bool:
-        """Keep ``value`` as ``user``'s if the slot has none yet; whether it was kept."""
-        (h,) = digests([user]).tolist()
-        if h in self._pending or self._held(h):
-            return False
-        self._pending[h] = value
-        if len(self._pending) >= PENDING:
-            self._flush_pending()
-        return True
-
     def values(self) -> npt.NDArray[np.int64]:
         """Every user's value (in no particular order)."""
         parts = [v for _, v in self._runs]
-        parts.append(np.fromiter(self._pending.values(), dtype=self._dtype))
-        return np.concatenate(parts).astype(np.int64)
+        return np.concatenate([*parts, np.zeros(0, self._dtype)]).astype(np.int64)
 
     def find(self, users: Sequence[str]) -> list[int | None]:
         """The value each of ``users`` holds in the slot (None: none)."""
         hs = digests(users)
-        found: list[int | None] = [self._pending.get(h) for h in hs.tolist()]
+        found: list[int | None] = [None] * hs.shape[0]
         for run_h, run_v in self._runs:
             at = np.searchsorted(run_h, hs).clip(max=run_h.shape[0] - 1)
             for i in np.flatnonzero(run_h[at] == hs).tolist():
@@ -124,7 +104,6 @@ class FirstValues:
 
     def items(self) -> Iterator[tuple[int, int]]:
         """``(digest, value)`` pairs in digest order (for comparing two slots' states)."""
-        self._flush_pending()
         if not self._runs:
             return iter(())
         h = np.concatenate([r[0] for r in self._runs])
@@ -133,21 +112,6 @@ class FirstValues:
         return zip(h[order].tolist(), v[order].tolist(), strict=True)
 
     # -- internals ----------------------------------------------------------------------------
-    def _held(self, h: int) -> bool:
-        key = np.uint64(h)
-        for run_h, _ in self._runs:
-            i = int(np.searchsorted(run_h, key))
-            if i < run_h.shape[0] and int(run_h[i]) == h:
-                return True
-        return False
-
-    def _flush_pending(self) -> None:
-        if self._pending:
-            hs = np.fromiter(self._pending, dtype=np.uint64, count=len(self._pending))
-            vs = np.fromiter(self._pending.values(), dtype=self._dtype, count=len(self._pending))
-            self._pending = {}
-            self._merge(hs, vs)
-
     def _merge(self, hs: Digests, vs: npt.NDArray[Any]) -> int:
         new, first = np.unique(hs, return_index=True)  # sorted; index of each first occurrence
         keep = np.ones(new.shape[0], dtype=bool)
