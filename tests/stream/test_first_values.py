@@ -80,9 +80,11 @@ def test_a_collision_only_drops_values(ops, buckets) -> None:
                 if u not in ref:
                     ref[u] = v
                     firsts.setdefault(len(u) % buckets, set()).add(v)
-        held = dict(slot.items())
+        pairs = list(slot.items())
     finally:
         first_values.digests = real
+    held = dict(pairs)
+    assert len(pairs) == len(held) == len(slot) == len(firsts)  # one value per digest seen
     assert len(held) <= len(ref)
     assert all(v in firsts[h] for h, v in held.items())
 
