@@ -56,6 +56,7 @@ from app.tools.capacity.fleet import (
     wait_ready,
     worker_env,
 )
+from app.utc import utc_time
 
 LOST = ("gap_taken", "uncounted")
 """``dpstream_records_unaccounted`` reasons that mean a record lost unseen (the others are
@@ -135,7 +136,7 @@ class Fleet:
                 self.leave()
             else:
                 self.time_out(step % len(self.up))
-            self.log.append(f"{time.strftime('%H:%M:%S')} {kind} ({len(self.up)} up)")
+            self.log.append(f"{utc_time(time.time())} {kind} ({len(self.up)} up)")
 
 
 def run_churn(args: argparse.Namespace) -> int:
