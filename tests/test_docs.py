@@ -189,7 +189,7 @@ NOT_AGAINST_THE_DEMO = {
     "bench": "benchmarks of minutes to hours: tests/bench runs their quick profiles",
     "capacity": "start their own broker and workers: tests/integration runs overload and churn",
     "audit": "the privacy audit, minutes: tests/audit runs its quick profile",
-    "replay": "offline, no broker: tests/bench/test_replay.py runs it",
+    "replay": "offline, no broker: tests/tools/test_replay_cli.py runs it",
     "check": "the conformance suite: tests/dp runs it",
 }
 """The verbs the docs give that do not run against the demo, and where they are tested."""

@@ -105,14 +105,14 @@ def register(sub: Any) -> None:
     )
     results.set_defaults(func=_results)
 
-    replay = sub.add_parser(
+    replay = kinds.add_parser(
         "replay",
-        help="replay a short synthetic stream through a mechanism and print its releases",
+        help="replay a short synthetic series through a mechanism and print its releases",
     )
     replay.add_argument(
         "--mechanism", default="pba", help="a central or local mechanism (default pba)"
     )
-    replay.add_argument("--stream", default="sin", choices=("tlns", "sin", "log"))
+    replay.add_argument("--series", dest="stream", default="sin", choices=("tlns", "sin", "log"))
     replay.add_argument("--slots", type=int, default=20)
     replay.add_argument("--users", type=int, default=10_000)
     replay.add_argument("--seed", type=int, default=0)

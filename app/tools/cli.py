@@ -1,5 +1,5 @@
-"""Verbs of the tools above the service: ``demo``, ``produce``, ``simulate devices`` and
-``releases tail``.
+"""Verbs of the tools above the service: ``demo``, ``produce``, ``simulate devices``,
+``releases tail`` and ``replay``.
 
 Exit codes: 0 success (stopped by ``--duration`` or Ctrl-C), 2 invalid configuration or
 arguments, 1 other failures. Heavy imports happen inside the handlers.
@@ -110,6 +110,46 @@ def _releases_tail(args: argparse.Namespace) -> int:
     return tail(args)
 
 
+def _replay(args: argparse.Namespace) -> int:
+    from app.tools.replay.command import run_replay
+
+    return run_replay(args)
+
+
+REPLAY_HELP = """Run a file of your own events through a stream of STREAMS.yaml exactly as the
+service would count and release them (slots, one value per user per slot, contribution bounds,
+levels and preferences, the mechanism and its noise), offline, without a broker. Writes one
+JSON line per slot (slot, start, released histogram, fresh or repeated, budget spent) and
+prints the utility against the exact histograms (MAE, top-k recall). With the deployment's
+DPSTREAM_NOISE_KEY and DPSTREAM_DEPLOYMENT set, the noise is the service's: the releases are
+the ones it would publish. Rows are user,ts,value (CSV with a header, or JSON lines), plus
+amount for a sum stream and an optional level (the user's preference from ts on); ts is Unix
+seconds or ISO 8601 (any offset; naive times in --tz). Rows may come in any order; a malformed
+row is named on stderr, skipped and counted. See docs/replay.md."""
+
+
+def _add_replay(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "replay",
+        help="your own events file through a stream, offline, as the service would release it",
+        description=REPLAY_HELP,
+    )
+    p.add_argument("--events", type=Path, required=True, metavar="FILE", help="CSV or JSON lines")
+    p.add_argument("--config", type=Path, required=True, metavar="STREAMS.yaml", help=CONFIG_HELP)
+    p.add_argument("--stream", required=True, metavar="ID", help="id of a central stream")
+    p.add_argument("--out", type=Path, metavar="FILE", help="JSON lines (default: stdout)")
+    p.add_argument("--format", choices=("csv", "jsonl"), help="default: by the extension")
+    p.add_argument("--tz", default="UTC", help="time zone of times without an offset (UTC)")
+    p.add_argument("--from", dest="start", metavar="TIME", help="first slot: the one of TIME")
+    p.add_argument("--to", dest="end", metavar="TIME", help="last slot: the one of TIME")
+    p.add_argument(
+        "--seed", type=int, help="without a noise key in the environment: repeatable noise"
+    )
+    p.add_argument("--top", type=int, default=10, metavar="K", help="top-k of the summary")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_replay)
+
+
 def _add_producer_arguments(p: argparse.ArgumentParser, config_help: str) -> None:
     """The synthetic producer's options, shared by ``demo`` and ``produce``."""
     p.add_argument("--config", type=Path, help=config_help)
@@ -218,3 +258,5 @@ def register(subparsers: Any) -> None:
     s.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     add_broker_timeout(s)
     s.set_defaults(func=_simulate_devices)
+
+    _add_replay(subparsers)

@@ -92,5 +92,5 @@ def test_cli_bench_and_replay(tmp_path, capsys):
         == 0
     )
     assert (tmp_path / "results.csv").exists()
-    assert main(["replay", "--slots", "5", "--users", "100"]) == 0
+    assert main(["bench", "replay", "--slots", "5", "--users", "100"]) == 0
     assert capsys.readouterr().out.count("slot ") >= 5

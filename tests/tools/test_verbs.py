@@ -23,7 +23,7 @@ def test_check_unknown_name_lists_the_names(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_replay_unknown_name_lists_the_names(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["replay", "--mechanism", "nope"]) == 2
+    assert main(["bench", "replay", "--mechanism", "nope"]) == 2
     line = one_line(capsys.readouterr().err)
     assert "unknown mechanism 'nope'" in line and all(n in line for n in names())
 
@@ -32,7 +32,7 @@ def test_replay_unknown_name_lists_the_names(capsys: pytest.CaptureFixture[str])
 def test_replay_runs_local_mechanisms_with_an_error_summary(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["replay", "--mechanism", name, "--slots", "5", "--users", "400", "--seed", "1"]
+    argv = ["bench", "replay", "--mechanism", name, "--slots", "5", "--users", "400", "--seed", "1"]
     assert main(argv) == 0
     out = capsys.readouterr()
     assert "Traceback" not in out.err
@@ -42,7 +42,7 @@ def test_replay_runs_local_mechanisms_with_an_error_summary(
 
 
 def test_replay_central_prints_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["replay", "--mechanism", "pba", "--slots", "4", "--users", "1000"]) == 0
+    assert main(["bench", "replay", "--mechanism", "pba", "--slots", "4", "--users", "1000"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("error over 4 slots")
 
 
@@ -50,7 +50,7 @@ def test_replay_refuses_other_kinds_in_one_line(capsys: pytest.CaptureFixture[st
     other = [n for n in names() if n not in names("central") + names("local")]
     if not other:
         pytest.skip("only central and local mechanisms are registered")
-    assert main(["replay", "--mechanism", other[0]]) == 2
+    assert main(["bench", "replay", "--mechanism", other[0]]) == 2
     assert "does not feed" in one_line(capsys.readouterr().err)
 
 

@@ -335,7 +335,7 @@ class CentralDriver:
         )
         started = time.perf_counter()
         population = [lv.population for lv in stream.levels]  # public: never the slot's counts
-        placed = _step(stream, mech, slot, counts, self.pub.rng(stream, slot), population)
+        placed = step_slot(stream, mech, slot, counts, self.pub.rng(stream, slot), population)
         released_at = self.clock()
         seconds = time.perf_counter() - started
         lag = self.clock() - stream.slots.due(slot) if stream.clock == "wall" else None
@@ -356,7 +356,7 @@ class CentralDriver:
         )
 
 
-def _step(
+def step_slot(
     stream: StreamConfig,
     mech: Mechanism,
     slot: int,
@@ -365,7 +365,8 @@ def _step(
     population: list[int],
 ) -> list[tuple[int, Release]]:
     """Step ``mech`` on ``slot``'s counts: its ``(stream slot, release)`` pairs. A period
-    mechanism places its own releases (none inside a period, the whole period at its end)."""
+    mechanism places its own releases (none inside a period, the whole period at its end).
+    Pure: ``dpstream replay`` (:mod:`app.tools.replay`) steps its slots through it too."""
     if stream.period:
         period = as_period(mech)
         return period.placed(slot, period.step(counts, rng, population))

@@ -174,6 +174,14 @@ class StateMismatch(ConfigError):
     """
 
 
+def slot_rng(
+    key: bytes, deployment: str, stream: StreamConfig, slot: int, purpose: str = ""
+) -> np.random.Generator:
+    """The noise of ``slot`` of ``stream`` under ``(key, deployment)``: what
+    :meth:`Publisher.rng` draws, and ``dpstream replay`` with the deployment's key."""
+    return keyed_rng(key, stream.id + purpose, slot, deployment)
+
+
 def continued(stream: StreamConfig, state: dict[str, Any]) -> Mechanism:
     """The stream's configured mechanism continued from a ledger's ``state``;
     :class:`StateMismatch` if that state was written by another configuration."""
@@ -216,7 +224,7 @@ class Publisher:
     # -- 1. compute ---------------------------------------------------------------------------
     def rng(self, stream: StreamConfig, slot: int, purpose: str = "") -> np.random.Generator:
         """The noise of ``slot``: keyed by the deployment, the stream and the slot."""
-        return keyed_rng(self.noise_key, stream.id + purpose, slot, self.deployment)
+        return slot_rng(self.noise_key, self.deployment, stream, slot, purpose)
 
     def read(self, sid: str) -> LedgerEntry | None:
         raw = self.ledger.get(sid)
