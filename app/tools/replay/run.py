@@ -145,13 +145,13 @@ class Replay:
         records: list[Record] = []
         slots = self.stream.slots
         for row in rows:
-            if self.first is not None and slots.slot_of(row.ts) < self.first:
-                self.tally.before_first += 1
-                continue
-            if row.level is not None:
+            if row.level is not None:  # a preference counts whenever it was made
                 level = msgpack.packb({"level": row.level})
                 self.collector.set_preference(row.user, _level(level), row.ts)
             if row.value is None:
+                continue
+            if self.first is not None and slots.slot_of(row.ts) < self.first:
+                self.tally.before_first += 1
                 continue
             try:
                 records.append(self._record(row))
