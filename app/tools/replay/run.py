@@ -191,6 +191,7 @@ class Replay:
             last = self.stream.slots.slot_of(newest) if newest is not None else None
         if last is None or self.next_slot is None:
             return
+        self.last = last
         yield from self.close_before(self.stream.slots.due(last) + self.stream.slots.slot_s)
         yield from self._release_through(last)
 
