@@ -13,6 +13,7 @@ import hashlib
 import json
 import secrets
 import sys
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from datetime import UTC, tzinfo
 from operator import attrgetter
@@ -70,13 +71,23 @@ class _Bad:
             tqdm.write(f"{PREFIX}more malformed rows: counted, not shown", file=sys.stderr)
 
 
+def _counted(lines: Iterable[str], bar: tqdm) -> Iterator[str]:
+    """``lines``, moving ``bar`` by each one's length (characters: bytes, near enough)."""
+    for line in lines:
+        bar.update(len(line))
+        yield line
+
+
 def _read(args: argparse.Namespace, stream: StreamConfig, tz: tzinfo, bad: _Bad) -> list[Row]:
     rows: list[Row] = []
-    with open(args.events, encoding="utf-8", errors="surrogateescape", newline="") as f:
+    size = args.events.stat().st_size
+    with (
+        open(args.events, encoding="utf-8", errors="surrogateescape", newline="") as f,
+        tqdm(total=size, desc="read", unit="B", unit_scale=True, disable=args.quiet or None) as bar,
+    ):
         fmt = args.format or file_format(args.events, f.read(4096))
         f.seek(0)
-        found = read_rows(f, fmt, tz, frozenset(stream.labels))
-        for row in tqdm(found, desc="read", unit=" rows", disable=args.quiet or None):
+        for row in read_rows(_counted(f, bar), fmt, tz, frozenset(stream.labels)):
             if isinstance(row, BadRow):
                 bad(row)
             else:

@@ -18,17 +18,17 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 MAX_FIELD = 1 << 16
 """Longest CSV field read (the service refuses events over 64 KiB anyway)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Row:
     """One usable row: an event (``value`` not None) and/or a preference (``level``)."""
 
@@ -124,7 +124,7 @@ def _why(exc: Exception) -> tuple[str, str]:
     return "bad_field", str(exc)[:200]
 
 
-def rows_csv(f: IO[str], tz: tzinfo, labels: frozenset[str]) -> Iterator[Row | BadRow]:
+def rows_csv(f: Iterable[str], tz: tzinfo, labels: frozenset[str]) -> Iterator[Row | BadRow]:
     """The rows of a CSV file with a header line naming its columns."""
     csv.field_size_limit(MAX_FIELD)
     reader = csv.reader(f)
@@ -160,7 +160,7 @@ def rows_csv(f: IO[str], tz: tzinfo, labels: frozenset[str]) -> Iterator[Row | B
             yield BadRow(reader.line_num, *_why(exc))
 
 
-def rows_jsonl(f: IO[str], tz: tzinfo) -> Iterator[Row | BadRow]:
+def rows_jsonl(f: Iterable[str], tz: tzinfo) -> Iterator[Row | BadRow]:
     """The rows of a JSON-lines file: one object per line; blank lines are skipped."""
     for line, text in enumerate(f, start=1):
         if not text.strip():
@@ -190,7 +190,8 @@ def file_format(path: Path, head: str) -> str:
 
 
 def read_rows(
-    f: IO[str], fmt: str, tz: tzinfo, labels: frozenset[str] = frozenset()
+    f: Iterable[str], fmt: str, tz: tzinfo, labels: frozenset[str] = frozenset()
 ) -> Iterator[Row | BadRow]:
-    """The rows of an open events file of format ``fmt`` (see :func:`file_format`)."""
+    """The rows of an events file's lines (an open file) of format ``fmt`` (see
+    :func:`file_format`)."""
     return rows_csv(f, tz, labels) if fmt == "csv" else rows_jsonl(f, tz)
