@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.cli import main
 from app.stream.config import load_settings
@@ -40,13 +42,18 @@ streams:
 T0 = 1_700_000_000.0
 
 
-@pytest.fixture()
-def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("DPSTREAM_NOISE_KEY", "DPSTREAM_NOISE_KEY_FILE", "DPSTREAM_DEPLOYMENT"):
-        monkeypatch.delenv(name, raising=False)
-    path = tmp_path / "streams.yaml"
+@pytest.fixture(scope="module")
+def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("replay") / "streams.yaml"
     path.write_text(CONFIG)
     return path
+
+
+@pytest.fixture()
+def config(config_file: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("DPSTREAM_NOISE_KEY", "DPSTREAM_NOISE_KEY_FILE", "DPSTREAM_DEPLOYMENT"):
+        monkeypatch.delenv(name, raising=False)
+    return config_file
 
 
 def _events(n: int, seed: int) -> list[tuple[str, float, str]]:
@@ -223,3 +230,30 @@ def test_a_sum_stream_clips_and_a_period_mechanism_releases_every_slot(tmp_path:
         for _, value, amount in model.get(r.slot, {}).values():
             want[value] += amount
         np.testing.assert_allclose(r.exact, want, rtol=1e-12)
+
+
+EVENTS = st.lists(
+    st.tuples(
+        st.sampled_from([f"u{i}" for i in range(6)]),
+        st.integers(0, 60_000).map(lambda ms: T0 + ms / 1000),
+        st.sampled_from(LABELS[:4]),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(EVENTS, st.integers(1, 30))
+def test_any_events_any_blocks_count_as_the_rules(
+    config_file: Path, events: list, block: int
+) -> None:
+    stream = load_settings(config=config_file, env={}).stream("s")
+    rows = sorted((Row(i, u, ts, v) for i, (u, ts, v) in enumerate(events, 2)), key=lambda r: r.ts)
+    old, run.BLOCK = run.BLOCK, block
+    try:
+        got = list(run.replay_rows(run.Replay(stream, b"k" * 32, "t"), rows, pytest.fail))
+    finally:
+        run.BLOCK = old
+    model = _model(events)
+    assert [r.slot for r in got] == (list(range(min(model), max(model) + 1)) if model else [])
+    assert {r.slot: r.exact.tolist() for r in got if any(r.exact)} == model
