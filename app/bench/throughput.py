@@ -19,9 +19,10 @@ Method (one broker: ``$DPSTREAM_BROKER`` or ``--broker``, else an embedded Tansu
 4. Latency: ``--rate`` events/s for ``--latency-s`` seconds; a consumer that has been reading
    ``releases`` since step 1 notes when each slot's release arrives; latency = arrival minus
    the slot's end + grace (p50/p99 over the slots that ended inside the paced phase).
-5. Bare loops, the ceiling: K processes, each an aiokafka ``getmany`` + msgpack decode +
-   ``bincount`` loop on its share of the partitions of the same topic (every event of steps 3-4),
-   with their own CPU time (``time.process_time``) until their last record.
+5. Bare loops, the ceiling: K processes, each an aiokafka ``getmany`` + batch decode
+   (:func:`app.wire.events.decode_batch`) + ``bincount`` loop on its share of the partitions
+   of the same topic (every event of steps 3-4), with their own CPU time
+   (``time.process_time``) until their last record.
 
 The producers hold each batch open ``--linger-ms`` (20 ms by default). An event is stamped
 before that wait, and a slot closes once an event stamped past its due time is read (or its
@@ -55,12 +56,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import numpy as np
 
 from app.stream.broker import EmbeddedBroker, free_port
 from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.topics import TOPICS_DIR, create_topics, load_topics
+from app.wire import events
+from app.wire.releases import decode as decode_release
 
 GRACE_S = 0.3
 LABELS = [f"c{i}" for i in range(10)]
@@ -147,7 +149,7 @@ def produce_part(
     values = np.random.default_rng(seed).integers(0, len(LABELS), n).tolist()
     names = [f"u{(first_user + i) % users}" for i in range(min(n, users))]
     keys = [name.encode() for name in names]
-    packb, produce, poll = msgpack.packb, producer.produce, producer.poll
+    encode, produce, poll = events.encode, producer.produce, producer.poll
     started = time.perf_counter()
     chunk = 1000 if rate <= 0 else max(1, int(rate / 100))
     for lo in range(0, n, chunk):
@@ -158,10 +160,10 @@ def produce_part(
         ts = time.time()
         for i in range(lo, min(n, lo + chunk)):
             j = i % len(names)
-            event = {"stream": "bench", "user": names[j], "ts": ts, "value": values[i]}
+            event = events.Event("bench", names[j], ts, values[i])
             while True:
                 try:
-                    produce(topic, key=keys[j], value=packb(event), on_delivery=delivered)
+                    produce(topic, key=keys[j], value=encode(event), on_delivery=delivered)
                     break
                 except BufferError:
                     poll(0.05)
@@ -251,12 +253,13 @@ def _bare_aiokafka(bootstrap: str, topic: str, partitions: list[int]) -> tuple[i
             tps = [TopicPartition(topic, p) for p in partitions]
             c.assign(tps)
             await c.seek_to_beginning(*tps)
+            domains = {"bench": events.Domain(len(LABELS), {x: i for i, x in enumerate(LABELS)})}
             seen, cpu0, wall0 = 0, time.process_time(), time.perf_counter()
             cpu, wall, quiet_since = cpu0, wall0, time.monotonic()
             while time.monotonic() - quiet_since < 2.0:
                 batches = await c.getmany(timeout_ms=200, max_records=20_000)
                 for records in batches.values():
-                    vals = [msgpack.unpackb(r.value)["value"] for r in records]
+                    vals = events.decode_batch([r.value for r in records], domains).values
                     np.bincount(np.asarray(vals, dtype=np.int64), minlength=len(LABELS))
                     seen += len(records)
                 if batches:
@@ -312,9 +315,9 @@ class ReleaseWatch(threading.Thread):
                 m = c.poll(0.05)
                 if m is None or m.error():
                     continue
-                release = msgpack.unpackb(m.value() or b"\xc0")
-                self.arrived.setdefault(release["slot"], time.time())
-                self.computed.setdefault(release["slot"], release["released_at"])
+                release = decode_release(m.value())
+                self.arrived.setdefault(release.slot, time.time())
+                self.computed.setdefault(release.slot, release.released_at or 0.0)
         finally:
             c.close()
 
@@ -431,7 +434,7 @@ def _bare_loops(
     bare_us = sum(r[1] for r in runs) / max(1, seen) * 1e6
     wall = max(r[2] for r in runs)
     print(
-        f"{len(shares)} bare aiokafka loop(s), getmany + msgpack + bincount: "
+        f"{len(shares)} bare aiokafka loop(s), getmany + decode_batch + bincount: "
         f"{seen / wall:,.0f} events/s wall ({seen:,} events); CPU {bare_us:.2f} us/event; "
         f"{machine()}"
     )

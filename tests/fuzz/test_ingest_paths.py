@@ -192,7 +192,7 @@ def test_reports_are_counted_or_refused_one_outcome_each(tmp_path_factory, batch
     c.partitions[0] = True
     mech = LPU(users=40, d=2, w=3, eps=1.0, oracle="grr")
     req = mech.open_slot(np.random.default_rng(5))
-    c.add_request(encode_request(streams["loc"], req.slot, NOW, req.to_dict()))
+    c.add_request(encode_request(streams["loc"], req.slot, NOW, req))
     recs = [report_rec(i, raw) for i, raw in enumerate(batch)]
     bad = c.add_batch(0, recs)
     assert all(e.reason in REASONS for e, _ in bad)

@@ -9,16 +9,15 @@ import msgpack
 import numpy as np
 import pytest
 
+from app.dp.local.wire import CollectionRequest
 from app.dp.types import Release, WindowSpend
 from app.stream import records
 from app.stream.errors import BadEvent
 from app.stream.internal import Partial, PartitionTally, Tick
 from app.stream.records import (
-    MAX_DEAD_LETTER_BYTES,
     REASONS,
     RECENT,
     Domain,
-    decode_event,
     decode_preference,
     decode_report,
     encode_dead_letter,
@@ -26,6 +25,8 @@ from app.stream.records import (
     encode_request,
     unpack,
 )
+from app.wire.dead_letters import MAX_VALUE_BYTES as MAX_DEAD_LETTER_BYTES
+from tests.wire.shapes import decode_event
 
 
 @pytest.fixture
@@ -216,7 +217,8 @@ def test_a_release_needs_one_window_per_level(two_levels):
 
 def test_a_request_carries_the_slot_bounds_and_users(load_configs, local_stream):
     (stream,) = load_configs(local_stream())
-    out = unpack(encode_request(stream, 7, 75.5, {"round": "publication"}))
+    request = CollectionRequest("lpu", 3, "publication", 2, 4, None, ("grr",), (1.0,), (8,))
+    out = unpack(encode_request(stream, 7, 75.5, request))
     assert out == {
         "stream": "loc",
         "slot": 7,
@@ -224,7 +226,7 @@ def test_a_request_carries_the_slot_bounds_and_users(load_configs, local_stream)
         "end": 80.0,
         "deadline": 75.5,
         "users": 60,
-        "request": {"round": "publication"},
+        "request": request.to_dict(),
     }
 
 
