@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
 from operator import is_, itemgetter
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgpack
 import numpy as np
@@ -129,6 +129,8 @@ class EventBatch:
     amounts: npt.NDArray[np.float64]
     codes: npt.NDArray[np.int8]
     details: dict[int, str]
+    kinds: set[str]
+    """The stream ids of the batch (``""`` among them when a record is refused)."""
 
     def error(self, i: int) -> BadEvent:
         """The refusal of record ``i`` (which must be invalid)."""
@@ -164,6 +166,11 @@ class _Rules:
         """Refuse the records of ``bad`` not refused yet (see :func:`refuse`)."""
         return refuse(self.codes, self.details, bad, reason, detail)
 
+    def fail_one(self, i: int, reason: str, detail: str) -> None:
+        """Refuse record ``i`` (not refused yet)."""
+        self.codes[i] = CODE[reason]
+        self.details[i] = detail
+
     def clean(self, column: list[Any], holder: Any) -> None:
         """Put ``holder`` in ``column`` at every refused record, so later rules can read every
         record (refusals are rare: a loop over them)."""
@@ -196,61 +203,57 @@ def _mask(items: Sequence[Any], want: Any) -> npt.NDArray[np.bool_]:
 
 def _typed(column: list[Any], kinds: tuple[type, ...]) -> npt.NDArray[np.bool_] | None:
     """Where ``column``'s exact types are not among ``kinds`` (None: nowhere)."""
-    types = list(map(type, column))
-    if set(types) <= set(kinds):
+    if set(map(type, column)) <= set(kinds):
         return None
+    types = list(map(type, column))
     out = _mask(types, kinds[0])
     for kind in kinds[1:]:
         out |= _mask(types, kind)
     return ~out
 
 
-def _maps(raws: Sequence[bytes | None], rules: _Rules) -> list[dict[str, Any]]:
-    """Rules 1-2: each value's map (an empty one where refused)."""
-    n = len(raws)
+def _fields(
+    raws: Sequence[bytes | None], rules: _Rules
+) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """Rules 1-3: each value's map and the columns of the four fields (place holders where
+    refused): over the whole batch at once, or, when some value breaks a rule, one by one."""
     try:
         if max(map(len, raws)) <= MAX_BYTES:  # type: ignore[arg-type] # None: TypeError
-            decoded = list(map(_unpackb, raws))
-            if set(map(type, decoded)) == {dict}:
-                return decoded
-    except Exception:  # noqa: BLE001, S110 - some value is none, or not msgpack: record by record
+            # msgpack's defaults (string keys only) are faster; other keys go one by one
+            maps = list(map(msgpack.unpackb, cast(Sequence[bytes], raws)))
+            return maps, [list(map(get, maps)) for get in _GETTERS]  # not a map: TypeError
+    except Exception:  # noqa: BLE001, S110 - some value breaks a rule: record by record
         pass
-    out: list[dict[str, Any]] = [_EMPTY] * n
-    for i, raw in enumerate(raws):  # a batch with a bad value: its refusals, one by one
-        if raw is None:
-            rules.fail(_at(n, i), "undecodable", "null value")
-            continue
-        if len(raw) > MAX_BYTES:
-            rules.fail(_at(n, i), "too_large", f"{len(raw)} bytes, more than {MAX_BYTES}")
-            continue
-        try:
-            value = _unpackb(raw)
-        except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
-            rules.fail(_at(n, i), "undecodable", type(exc).__name__)
-            continue
-        if type(value) is dict:
-            out[i] = value
-        else:
-            rules.fail(_at(n, i), "not_a_map", type(value).__name__)
-    return out
-
-
-def _at(n: int, i: int) -> npt.NDArray[np.bool_]:
-    out = np.zeros(n, dtype=bool)
-    out[i] = True
-    return out
-
-
-def _columns(maps: list[dict[str, Any]], rules: _Rules) -> list[list[Any]]:
-    """Rule 3: the four fields' columns (a place holder where missing)."""
+    maps = _maps(raws, rules)
     out = []
     for name in FIELDS:
-        try:
-            out.append(list(map(itemgetter(name), maps)))
-        except KeyError:
-            column = list(map(dict.get, maps, repeat(name), repeat(_NO)))
-            out.append(column)
-            rules.fail(_mask(column, _NO), "missing_field", name)
+        column = list(map(dict.get, maps, repeat(name), repeat(_NO)))
+        rules.fail(_mask(column, _NO), "missing_field", name)
+        out.append(column)
+    return maps, out
+
+
+_GETTERS = tuple(map(itemgetter, FIELDS))
+
+
+def _maps(raws: Sequence[bytes | None], rules: _Rules) -> list[dict[str, Any]]:
+    """Rules 1-2, record by record: each value's map (an empty one where refused)."""
+    out: list[dict[str, Any]] = [_EMPTY] * len(raws)
+    for i, raw in enumerate(raws):
+        if raw is None:
+            rules.fail_one(i, "undecodable", "null value")
+        elif len(raw) > MAX_BYTES:
+            rules.fail_one(i, "too_large", f"{len(raw)} bytes, more than {MAX_BYTES}")
+        else:
+            try:
+                value = _unpackb(raw)
+            except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
+                rules.fail_one(i, "undecodable", type(exc).__name__)
+                continue
+            if type(value) is dict:
+                out[i] = value
+            else:
+                rules.fail_one(i, "not_a_map", type(value).__name__)
     return out
 
 
@@ -258,13 +261,13 @@ def decode_batch(raws: Sequence[bytes | None], domains: Mapping[str, Domain]) ->
     """Decode and check a batch of ``events`` values (the rules of the module, over columns)."""
     n = len(raws)
     rules = _Rules(n)
-    maps = _maps(raws, rules)
-    streams, users, stamps, values = _columns(maps, rules)
+    maps, (streams, users, stamps, values) = _fields(raws, rules)
     # 4. stream: a known stream's id (typed before anything hashes it: a list is unhashable)
     if (bad := _typed(streams, (str,))) is not None:
         rules.fail(bad, "wrong_type", "stream must be a string")
     rules.clean(streams, "")
-    if not set(streams) <= domains.keys():
+    kinds = set(streams)
+    if not kinds <= domains.keys():
         known = np.fromiter(map(domains.__contains__, streams), dtype=bool, count=n)
         rules.fail(~known, "unknown_stream", lambda i: streams[i][:64])
         rules.clean(streams, "")
@@ -284,15 +287,20 @@ def decode_batch(raws: Sequence[bytes | None], domains: Mapping[str, Domain]) ->
     # 7. value: an index in [0, d) or a label; 8. a sum stream's amount
     values = _values(values, streams, domains, rules)
     amounts = _amounts(maps, streams, domains, rules)
-    return EventBatch(streams, users, ts, values, amounts, rules.codes, rules.details)
+    kinds = set(streams) if rules.details else kinds
+    return EventBatch(streams, users, ts, values, amounts, rules.codes, rules.details, kinds)
 
 
 def _users(users: list[Any], rules: _Rules) -> list[str]:
     """Rule 5 over the ``user`` column: every valid user as a string."""
-    if (bad := _typed(users, (str, int))) is not None:
-        rules.fail(bad, "wrong_type", _USER)
-    rules.clean(users, "")
-    if (numbers := _typed(users, (str,))) is not None:  # ints become their decimal text
+    if set(map(type, users)) == {str}:
+        numbers = None
+    else:
+        if (bad := _typed(users, (str, int))) is not None:
+            rules.fail(bad, "wrong_type", _USER)
+        rules.clean(users, "")
+        numbers = _typed(users, (str,))
+    if numbers is not None:  # ints become their decimal text
         if not numbers.all():
             for i in np.flatnonzero(numbers).tolist():
                 users[i] = str(users[i])
@@ -315,11 +323,14 @@ def _values(
     rules.clean(values, 0)
     others = _typed(values, (str,))
     labels = None if others is None else ~others
-    kinds = set(streams)
+    kinds = set(streams)  # refused records: ""
     if labels is None and len(kinds) == 1 and streams[0]:  # one stream's labels: one map
         values = list(map(domains[streams[0]].index.get, values, repeat(-1)))
-        rules.fail(np.array(values) == -1, "out_of_domain", _LABEL)
-    elif labels is None or labels.any():
+        if -1 in values:
+            rules.fail(np.array(values) == -1, "out_of_domain", _LABEL)
+            rules.clean(values, 0)
+        return values  # a label's index is in [0, d)
+    if labels is None or labels.any():
         at = range(n) if labels is None else np.flatnonzero(labels).tolist()
         miss = np.zeros(n, dtype=bool)
         for i in at:  # labels of several streams (the reference path's batches)
@@ -331,11 +342,15 @@ def _values(
         rules.fail(bad, "wrong_type", "value must be an int or a label")
     rules.clean(values, 0)
     ds = {s: domains[s].d for s in kinds if s}
-    d = np.fromiter(map(ds.get, streams, repeat(0)), dtype=np.int64, count=n)
+    d: Any = next(iter(ds.values())) if len(kinds) == 1 and ds else None
+    if d is None:  # several streams, or refused records: d per record
+        d = np.fromiter(map(ds.get, streams, repeat(0)), dtype=np.int64, count=n)
     vals = np.array(values, dtype=np.float64)  # exact for the indices it must tell apart
     inside = (vals >= 0) & (vals < d)
     if not inside.all():
-        rules.fail(~inside, "out_of_domain", lambda i: f"index not in [0, {d[i]})")
+        rules.fail(
+            ~inside, "out_of_domain", lambda i: f"index not in [0, {np.broadcast_to(d, n)[i]})"
+        )
         rules.clean(values, 0)
     return values
 

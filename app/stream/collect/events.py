@@ -275,8 +275,7 @@ class Collector:
                 map(ne, map(where.get, keys), repeat(partition)), dtype=bool, count=n
             )
             batch.refuse(elsewhere, "wrong_partition", "not the partition the user's key hashes to")
-        kinds = set(batch.streams)
-        horizon = {sid: self.streams[sid].slots.horizon(wall_now) for sid in kinds if sid}
+        horizon = {sid: self.streams[sid].slots.horizon(wall_now) for sid in batch.kinds if sid}
         if len(horizon) == 1 and not codes.any():
             limit: Any = next(iter(horizon.values()))
         else:
@@ -300,10 +299,9 @@ class Collector:
         It assigns slots, counts late events and merges, per open slot, the batch's first value
         per user into the slot's dict, keeping values already there.
         """
-        n = len(records)
         sid = batch.streams[0]
         stream = self.streams[sid]
-        if stream.alpha is not None or stream.max_values != 1 or batch.streams.count(sid) != n:
+        if stream.alpha is not None or stream.max_values != 1 or len(batch.kinds) != 1:
             return False
         users, values, ts = batch.users, batch.values, batch.ts
         ts_max = float(ts.max())
