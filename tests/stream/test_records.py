@@ -196,6 +196,18 @@ def test_a_release_names_levels_and_the_slot_bounds(two_levels):
     assert au["spent_dc_by_group"] == {"strict": 0.05, "loose": 0.1}
     assert au["extra"] == 1
     assert recent == [[12, True, "publish", {"strict": 0.25, "loose": 0.5}]]
+    # The order of the fields is part of the bytes on the topics (docs/wire.md): pinned.
+    assert list(rec) == [
+        *("stream", "slot", "start", "end", "histogram", "fresh", "mechanism"),
+        *("spent_by_group", "version", "schema", "released_at", "delayed", "guarantee"),
+    ]
+    assert list(au) == [
+        *("stream", "slot", "mechanism", "describe", "neighbours", "noise", "deployment"),
+        *("status", "fresh", "released_at", "delayed", "weaker_guarantee", "privacy_unit"),
+        *("spent_by_group", "spent_dc_by_group", "spent_pub_by_group", "window_spent_by_group"),
+        *("window_spent_exact_by_group", "eps_by_group", "w_by_group", "extra"),
+        "spent_exact_by_group",
+    ]
 
 
 def test_the_recent_list_keeps_the_last_releases_only(two_levels):
