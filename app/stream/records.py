@@ -134,16 +134,18 @@ def encode_release(
     released_at: float | None = None,
     delayed: bool = False,
     deployment: str = "",
-    **audit_extra: Any,
+    users_dc: int | None = None,
+    users_pub: int | None = None,
 ) -> tuple[bytes, bytes, list[Any]]:
     """The ``releases`` and ``audit`` values of one released slot, and the ledger's new list
-    of recent releases (``window``: per level, what its ledger spent in the window of ``w``
-    slots ending at the slot whose closing computed this release).
+        of recent releases (``window``: per level, what its ledger spent in the window of ``w``
+        slots ending at the slot whose closing computed this release).
 
-    ``released_at`` is when the release was computed (Unix seconds; None: now); ``delayed`` is
-    true when the slot was held back and released at the close of a later slot (a period
-    mechanism's earlier slots, published at the period's end); ``deployment`` is the identity
-    the slot's noise was derived with (audit only)."""
+        ``released_at`` is when the release was computed (Unix seconds; None: now); ``delayed`` is
+        true when the slot was held back and released at the close of a later slot (a period
+        mechanism's earlier slots, published at the period's end); ``deployment`` is the identity
+        the slot's noise was derived with, ``users_dc``/``users_pub`` a local round's users asked
+    (audit only)."""
     names = stream.level_names
     spent = {n: float(x) for n, x in zip(names, rel.spent, strict=True)}
     released_at = float(time.time() if released_at is None else released_at)
@@ -187,7 +189,8 @@ def encode_release(
         },
         eps_by_group={n: w.eps for n, w in zip(names, window, strict=True)},
         w_by_group={n: w.w for n, w in zip(names, window, strict=True)},
-        extra=audit_extra,
+        users_dc=users_dc,
+        users_pub=users_pub,
         spent_exact_by_group=None
         if rel.spent_exact is None
         else {n: _exact(x) for n, x in zip(names, rel.spent_exact, strict=True)},

@@ -1,13 +1,12 @@
 """The ``audit`` topic: the budget accounting of every released slot (public: post-processing
 of released decisions).
 
-Key: the stream id (UTF-8); value: a msgpack map (:class:`AuditRecord`). A mechanism may add
-fields of its own (:attr:`AuditRecord.extra`, written after the common ones); readers ignore
-the fields they do not know.
+Key: the stream id (UTF-8); value: a msgpack map (:class:`AuditRecord`); readers ignore the
+fields they do not know.
 
 >>> a = AuditRecord("s", 3, "pba", "rule", "replace", None, "geometric", "", "publish", True,
 ...     1.5, False, None, None, {"g": 0.1}, {"g": 0.0}, {"g": 0.1}, {"g": 0.2}, {"g": "1/5"},
-...     {"g": 1.0}, {"g": 4}, {"dissimilarity": 0.5}, {"g": "1/10"})
+...     {"g": 1.0}, {"g": 4}, users_dc=10, users_pub=7, spent_exact_by_group={"g": "1/10"})
 >>> decode(encode(a)) == a
 True
 """
@@ -27,8 +26,8 @@ VERSION = 1
 @dataclass(frozen=True, slots=True)
 class AuditRecord:
     """One released slot's accounting (``docs/wire.md`` names each field). ``spatial_n``
-    (graph streams) and ``spent_exact_by_group`` (exact ledgers) are left out of the bytes
-    when None; ``extra`` holds the mechanism's own fields."""
+    (graph streams), ``users_dc``/``users_pub`` (local streams: users asked per round) and
+    ``spent_exact_by_group`` (exact ledgers) are left out of the bytes when None."""
 
     stream: str
     slot: int
@@ -51,25 +50,22 @@ class AuditRecord:
     window_spent_exact_by_group: dict[str, str]
     eps_by_group: dict[str, float]
     w_by_group: dict[str, int]
-    extra: dict[str, Any]
+    users_dc: int | None = None
+    users_pub: int | None = None
     spent_exact_by_group: dict[str, str] | None = None
 
 
-_OPTIONAL = ("spatial_n", "spent_exact_by_group")
-_NAMES = tuple(f.name for f in fields(AuditRecord) if f.name != "extra")
+_OPTIONAL = ("spatial_n", "users_dc", "users_pub", "spent_exact_by_group")
+_NAMES = tuple(f.name for f in fields(AuditRecord))
 
 
 def encode(record: AuditRecord) -> bytes:
-    """The bytes of one ``audit`` value (the common fields in order, then ``extra``, then
-    ``spent_exact_by_group``)."""
+    """The bytes of one ``audit`` value (the fields in order, optional ones when set)."""
     out: dict[str, Any] = {}
-    for name in _NAMES[:-1]:
+    for name in _NAMES:
         value = getattr(record, name)
         if value is not None or name not in _OPTIONAL:
             out[name] = value
-    out.update(record.extra)
-    if record.spent_exact_by_group is not None:
-        out["spent_exact_by_group"] = record.spent_exact_by_group
     return pack(out)
 
 
@@ -83,6 +79,5 @@ def decode(raw: bytes | None) -> AuditRecord:
         raise BadRecordError(f"audit: missing field {missing[0]!r}")
     if type(value["stream"]) is not str or type(value["slot"]) is not int:
         raise BadRecordError("audit: stream must be a str and slot an int")
-    extra = {k: v for k, v in value.items() if k not in _NAMES}
     known: dict[str, Any] = {n: value.get(n) for n in _NAMES}
-    return AuditRecord(**known, extra=extra)
+    return AuditRecord(**known)

@@ -170,7 +170,7 @@ def two_levels(load_configs, central_stream):
 def test_a_release_names_levels_and_the_slot_bounds(two_levels):
     window = [WindowSpend(4, 1.0, Fraction(3, 4)), WindowSpend(2, 2.0, Fraction(1, 2))]
     record, audit, recent = encode_release(
-        two_levels, 12, release(12), "describe", window, [], extra=1
+        two_levels, 12, release(12), "describe", window, [], users_dc=9, users_pub=8
     )
     rec = unpack(record)
     expected = {
@@ -194,7 +194,7 @@ def test_a_release_names_levels_and_the_slot_bounds(two_levels):
     assert au["eps_by_group"] == {"strict": 1.0, "loose": 2.0}
     assert au["w_by_group"] == {"strict": 4, "loose": 2}
     assert au["spent_dc_by_group"] == {"strict": 0.05, "loose": 0.1}
-    assert au["extra"] == 1
+    assert au["users_dc"] == 9 and au["users_pub"] == 8
     assert recent == [[12, True, "publish", {"strict": 0.25, "loose": 0.5}]]
     # The order of the fields is part of the bytes on the topics (docs/wire.md): pinned.
     assert list(rec) == [
@@ -205,7 +205,7 @@ def test_a_release_names_levels_and_the_slot_bounds(two_levels):
         *("stream", "slot", "mechanism", "describe", "neighbours", "noise", "deployment"),
         *("status", "fresh", "released_at", "delayed", "weaker_guarantee", "privacy_unit"),
         *("spent_by_group", "spent_dc_by_group", "spent_pub_by_group", "window_spent_by_group"),
-        *("window_spent_exact_by_group", "eps_by_group", "w_by_group", "extra"),
+        *("window_spent_exact_by_group", "eps_by_group", "w_by_group", "users_dc", "users_pub"),
         "spent_exact_by_group",
     ]
 
