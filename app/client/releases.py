@@ -1,7 +1,8 @@
 """Read the public ``releases`` topic: one checked, deduplicated :class:`SlotRelease` per slot.
 
 This is the consumer side of the output a pipeline subscribes to (the record layout is
-``topics/releases.yaml``; the key is the stream id, the value a msgpack map):
+``docs/wire.md``, its type and codec :mod:`app.wire.releases`; the key is the stream id, the
+value a msgpack map):
 
 - **schema**: a record carries ``schema`` (absent means 1, the layout before the field).
   :func:`decode_release` refuses a layout newer than :data:`SCHEMA` with

@@ -1,9 +1,11 @@
 """The central accountant: recompute, user by user, where each value had to count, and judge.
 
-Pure: it works on a :class:`~app.verify.read.Snapshot` (decoded here with the public wire
-codecs of :mod:`app.stream.records`) and a stream's configuration, so ``tests/verify`` plants
-defects on hand-built topic contents without a broker. The rules come from
-:mod:`app.verify.rules`, never from the worker's classes.
+Pure: it works on a :class:`~app.verify.read.Snapshot` (decoded here with the public wire,
+:mod:`app.wire`: the events by the same rules as the worker, the service's records as plain
+maps whose fields this module reads for itself, so a record the worker's own types would
+misread is still judged) and a stream's configuration, so ``tests/verify`` plants defects on
+hand-built topic contents without a broker. The rules come from :mod:`app.verify.rules`,
+never from the worker's classes.
 
 Steps (:func:`account_central`):
 
