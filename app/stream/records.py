@@ -21,10 +21,10 @@ from app.dp.types import Release, WindowSpend
 from app.dp.wn import wn_neighbours
 from app.stream.config import StreamConfig
 from app.wire import audit, dead_letters, preferences, releases, reports, requests
-from app.wire.errors import REASONS, BadEvent
+from app.wire.errors import REASONS
 from app.wire.events import Domain
 
-__all__ = ["REASONS", "ROUND_INDEX", "BadEvent", "Domain"]
+__all__ = ["REASONS", "ROUND_INDEX", "Domain"]
 
 ROUND_INDEX = reports.ROUND_INDEX
 """Local mode: the two rounds of a slot, in order (``round`` field of requests and reports)."""
@@ -38,7 +38,7 @@ def decode_preference(raw: bytes | None) -> str | None:
 
 def decode_report(raw: bytes | None) -> tuple[str, int, int, int, int, list[int]]:
     """``(stream, slot, round index, user, group, payload)`` of a ``reports`` value, or
-    :class:`BadEvent` (:func:`app.wire.reports.decode`)."""
+    :class:`~app.wire.errors.BadEvent` (:func:`app.wire.reports.decode`)."""
     r = reports.decode(raw)
     return r.stream, r.slot, ROUND_INDEX[r.round], r.user, r.group, list(r.payload)
 

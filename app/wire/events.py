@@ -321,24 +321,24 @@ def _values(
     """Rule 7 over the ``value`` column: every valid value as its index."""
     n = len(values)
     rules.clean(values, 0)
-    others = _typed(values, (str,))
-    labels = None if others is None else ~others
+    types = set(map(type, values))
     kinds = set(streams)  # refused records: ""
-    if labels is None and len(kinds) == 1 and streams[0]:  # one stream's labels: one map
+    if types == {str} and len(kinds) == 1 and streams[0]:  # one stream's labels: one map
         values = list(map(domains[streams[0]].index.get, values, repeat(-1)))
         if -1 in values:
             rules.fail(np.array(values) == -1, "out_of_domain", _LABEL)
             rules.clean(values, 0)
         return values  # a label's index is in [0, d)
-    if labels is None or labels.any():
-        at = range(n) if labels is None else np.flatnonzero(labels).tolist()
+    if str in types:  # labels among other values, or of several streams
+        at = np.flatnonzero(_mask(list(map(type, values)), str)).tolist()
         miss = np.zeros(n, dtype=bool)
-        for i in at:  # labels of several streams (the reference path's batches)
+        for i in at:  # (the reference path's batches)
             domain = domains.get(streams[i])
             values[i] = -1 if domain is None else domain.index.get(values[i], -1)
             miss[i] = values[i] == -1
         rules.fail(miss, "out_of_domain", _LABEL)
-    if (bad := _typed(values, (int,))) is not None:
+        types = set(map(type, values))
+    if types != {int} and (bad := _typed(values, (int,))) is not None:
         rules.fail(bad, "wrong_type", "value must be an int or a label")
     rules.clean(values, 0)
     ds = {s: domains[s].d for s in kinds if s}
