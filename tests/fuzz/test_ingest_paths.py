@@ -1,6 +1,6 @@
 """Issue 31 §1 and §6: both ingest paths, fed hostile records among honest ones.
 
-The fast path (:meth:`Collector._add_batch_fast`) and the reference path
+The fast path (:meth:`Collector._count_fast`) and the reference path
 (:meth:`Collector.add_batch_reference`) must never raise, must refuse the same records with the
 same reasons, must leave the same state, and must give every record exactly one outcome: the
 outcomes counted plus the records refused equal the records given. The same holds for the
@@ -85,7 +85,7 @@ def _pair(tmp_path_factory) -> tuple[Collector, Collector]:
         c.partitions[0].caught_up = True
         out.append(c)
     fast, reference = out
-    reference._add_batch_fast = lambda *_: False  # type: ignore[method-assign]
+    reference._count_fast = lambda *_: False  # type: ignore[method-assign]
     return fast, reference
 
 
