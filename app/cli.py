@@ -19,6 +19,7 @@ VERB_MODULES = (
     "app.stream.cli",
     "app.conformance",
     "app.tools.cli",
+    "app.tools.capacity.cli",
     "app.audit.cli",
     "app.verify.cli",
 )

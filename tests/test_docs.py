@@ -187,6 +187,7 @@ NOT_AGAINST_THE_DEMO = {
     "worker": "the service itself: the integration tests run it",
     "simulate devices": "local streams: the central demo has none",
     "bench": "benchmarks of minutes to hours: tests/bench runs their quick profiles",
+    "capacity": "start their own broker and workers: tests/integration runs overload and churn",
     "audit": "the privacy audit, minutes: tests/audit runs its quick profile",
     "replay": "offline, no broker: tests/bench/test_replay.py runs it",
     "check": "the conformance suite: tests/dp runs it",

@@ -5,7 +5,8 @@
 ``--quick`` is the CI profile: one add/remove and one replace case per group, the service's
 default noise only, 200 runs per input unless ``--trials`` says otherwise (about a minute).
 Every profile adds the worst-case cases (a pair realizing the mechanism's loss, claimed at that
-computed loss, at their own runs per input) and runs the power controls at theirs.
+computed loss, at their own runs per input) and runs the power controls at theirs; with the
+controls come the open-domain key-selection cases (app.audit.selection) and their control.
 A line per mechanism goes to stderr as its audit ends. Exit code 1 when a lower bound
 exceeds a claimed ``eps``, a power control is not caught, or an audit fails to run; 2 for
 a usage error (an unknown mechanism or control, a bad option). A correct mechanism gets a
@@ -59,14 +60,16 @@ def _audit(args: argparse.Namespace) -> int:
     from app.audit.report import exit_code, summary, table, to_json
     from app.audit.run import run_audit
     from app.audit.runners import QUICK, Settings
+    from app.audit.selection import CONTROLS as SELECTION_CONTROLS
     from app.dp.registry import names
 
     unknown = [n for n in args.mechanisms if n not in names()]
-    unknown += [f"control {c}" for c in args.controls or [] if c not in {k.name for k in CONTROLS}]
+    known = {k.name for k in CONTROLS} | {k.name for k in SELECTION_CONTROLS}
+    unknown += [f"control {c}" for c in args.controls or [] if c not in known]
     if unknown:
         print(
             f"dpstream audit: unknown {', '.join(map(repr, unknown))}; registered: "
-            f"{', '.join(names())}; controls: {', '.join(c.name for c in CONTROLS)}",
+            f"{', '.join(names())}; controls: {', '.join(sorted(known))}",
             file=sys.stderr,
         )
         return 2

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from app.audit.controls import CONTROLS
 from app.audit.runners import Case, Settings
+from app.audit.selection import selection_verdicts
 from app.audit.verdict import Progress, Verdict, audit_case, cases_for
 
 
@@ -85,6 +86,7 @@ def run_audit(
                 done += 1
                 mine = [v for v, o in zip(verdicts, owners[: i + 1], strict=True) if o == owners[i]]
                 log(progress_line(done, len(units), mine, time.monotonic() - started))
+    verdicts += selection_verdicts(trials, alpha, rng, controls)  # open domains (issue 36)
     return verdicts
 
 

@@ -500,7 +500,7 @@ def run_local(
         m = build()
         if hist.shape[2] == 0:
             hist = np.empty((trials, pair.slots, m.d))
-        group_of = np.repeat(np.arange(len(m.group_users)), m.group_users)
+        group_of = m.user_groups()
         target = device(
             Enrollment(
                 pair.target, pair.claim.w, pair.claim.eps, pair.group, slot_s=1.0, origin_s=0.0

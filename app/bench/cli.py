@@ -1,15 +1,14 @@
-"""``dpstream bench`` (experiment grids, one verb per paper, cost, results, throughput) and
+"""``dpstream bench`` (experiment grids, one verb per paper, cost, results) and
 ``dpstream replay``.
 
-``dpstream bench throughput`` (:mod:`app.bench.throughput`) runs a real broker and the worker;
-like every verb here it imports nothing heavy until it runs.
+Like every verb here it imports nothing heavy until it runs. The capacity benchmarks of the
+service are ``dpstream capacity`` (:mod:`app.tools.capacity.cli`).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ def _names(text: str) -> tuple[str, ...]:
 def register(sub: Any) -> None:
     bench = sub.add_parser(
         "bench",
-        help="run benchmark grids (default), cost or throughput benchmarks",
+        help="run benchmark grids (default) or cost benchmarks",
         description="Replay a dataset through mechanisms over eps x w x seeds; write "
         "results.csv and results.md.",
     )
@@ -74,22 +73,6 @@ def register(sub: Any) -> None:
     cost.add_argument("--out", type=Path, default=Path("out/cost"))
     cost.add_argument("--quick", action="store_true", help="a reduced sweep, no replay")
     cost.set_defaults(func=_cost)
-
-    throughput = kinds.add_parser(
-        "throughput",
-        help="events/s and CPU per event through the worker against bare consumer loops, on a "
-        "real broker; release latency",
-    )
-    _add_throughput_arguments(throughput)
-    throughput.set_defaults(func=_throughput)
-
-    recovery = kinds.add_parser(
-        "recovery",
-        help="time for releases to come back after each kill -9 of the only worker, on a real "
-        "broker; release delay over the storm",
-    )
-    _add_recovery_arguments(recovery)
-    recovery.set_defaults(func=_recovery)
 
     results = kinds.add_parser(
         "results", help="run the paper presets and regenerate RESULTS.md (claims vs measured)"
@@ -404,70 +387,3 @@ def _replay_local(args: argparse.Namespace, cls: Any) -> tuple[Any, Any]:
     print("\n".join(lines))
     print(replay.peak_line(peaks, [f"group {g}" for g in range(len(groups))]))
     return released, true
-
-
-def _throughput(args: argparse.Namespace) -> int:
-    from app.bench.throughput import run_throughput
-    from app.stream.config import load_settings
-    from app.stream.errors import ServiceError
-    from app.stream.kafka import probe, probe_timeout_s
-
-    if args.broker:  # else an embedded broker, started by the bench
-        try:
-            settings = load_settings({**os.environ, "DPSTREAM_BROKER": args.broker})
-            probe(settings, args.broker_timeout or probe_timeout_s())
-        except ServiceError as exc:
-            print(f"dpstream bench throughput: {exc}", file=sys.stderr)
-            return 2
-    return run_throughput(args)
-
-
-def _recovery(args: argparse.Namespace) -> int:
-    from app.bench.recovery import run_recovery
-
-    return run_recovery(args)
-
-
-def _add_recovery_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``dpstream bench recovery`` (:mod:`app.bench.recovery`)."""
-    parser.add_argument("--kills", type=int, default=5, help="kill -9s of the worker")
-    parser.add_argument("--every-s", type=float, default=30.0, help="seconds between kills")
-    parser.add_argument("--tail-s", type=float, default=30.0, help="run on after the last kill")
-    parser.add_argument("--rate", type=float, default=2_000, help="events/s, the whole run")
-    parser.add_argument("--users", type=int, default=10_000, help="distinct users")
-    parser.add_argument("--slot-s", type=float, default=1.0, help="slot length in seconds")
-    parser.add_argument("--verbose", action="store_true", help="show the worker's stderr")
-    parser.add_argument(
-        "--broker",
-        default=os.environ.get("DPSTREAM_BROKER"),
-        help="bootstrap servers (default $DPSTREAM_BROKER, else an embedded Tansu)",
-    )
-
-
-def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``dpstream bench throughput`` (here, so ``--help`` imports no numpy)."""
-    parser.add_argument("--events", type=int, default=300_000, help="events to push through")
-    parser.add_argument("--users", type=int, default=50_000, help="distinct users")
-    parser.add_argument("--slot-s", type=float, default=1.0, help="slot length in seconds")
-    parser.add_argument("--workers", type=int, default=1, help="workers in one group (K)")
-    parser.add_argument(
-        "--partitions", type=int, default=0, help="events partitions (default: topics/events.yaml)"
-    )
-    parser.add_argument("--producers", type=int, default=1, help="producer processes")
-    parser.add_argument("--linger-ms", type=float, help="the producers' linger.ms (default 20)")
-    parser.add_argument("--idle-s", type=float, default=3.0, help="idle CPU measured this long")
-    parser.add_argument("--rate", type=float, default=20_000, help="events/s of the latency phase")
-    parser.add_argument(
-        "--latency-s", type=float, default=10.0, help="length of the latency phase (0: skip)"
-    )
-    parser.add_argument("--timeout-s", type=float, default=180.0, help="give up after this")
-    parser.add_argument("--verbose", action="store_true", help="show the workers' stderr")
-    parser.add_argument(
-        "--broker",
-        default=os.environ.get("DPSTREAM_BROKER"),
-        help="bootstrap servers (default $DPSTREAM_BROKER, else an embedded Tansu)",
-    )
-    parser.add_argument("--skip-bare", action="store_true", help="skip the bare-client loops")
-    from app.stream.cli import add_broker_timeout
-
-    add_broker_timeout(parser)

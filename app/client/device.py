@@ -51,6 +51,7 @@ from app.client.clock import DeviceClock, When
 from app.client.errors import ReportRefusedError
 from app.dp.budget import SlotLedger, within
 from app.dp.errors import ParameterError
+from app.dp.levels import sit_out
 from app.dp.local.wire import CollectionRequest
 from app.dp.oracles import ORACLES, Payload, make
 from app.dp.types import Group
@@ -115,9 +116,8 @@ class Report:
 class Device:
     """One user's device: answers collection requests within its own ledger.
 
-    A change of level (:meth:`change_level`) follows the rule of the service (``docs/design.md``,
-    :mod:`app.stream.collect.preferences`): the device answers nothing for ``max(w_old, w_new)``
-    slots
+    A change of level (:meth:`change_level`) follows the gap rule of the core, the service's
+    (:func:`app.dp.levels.sit_out`): the device answers nothing for ``max(w_old, w_new)`` slots
     from the change on, so no window of either level holds reports of both; then it starts a
     fresh ledger at the new level. The device keeps this rule itself, whatever the service does.
     """
@@ -144,7 +144,7 @@ class Device:
             raise ParameterError(f"group must be an integer >= 0, got {group!r}")
         if group == self.group and new == self.level:
             return
-        self.quiet_until = max(self.quiet_until, slot + max(self.level.w, w))
+        self.quiet_until = max(self.quiet_until, slot + sit_out(self.level.w, w))
         self.group = group
         self.ledger = SlotLedger(new)
 

@@ -10,6 +10,13 @@ interface declares; it never inspects a class or reads an attribute that is not 
 * :class:`RoundDriven` (local family): ``open_slot``, ``on_tally``, ``close_slot``, ``pending``
   and the capabilities below.
 
+The ledger views (``dpstream ledger show``, ``/budget``, the status page) read a mechanism only
+through :class:`LedgerView`, which every interface implements: ``describe()``,
+``window_report()``, and three views with neutral defaults here (None):
+:meth:`~LedgerView.level_use`, :meth:`~LedgerView.population_window` (a population-division
+local mechanism's :class:`PopulationWindow`) and :meth:`~LedgerView.graph_window` (a (w,n)
+mechanism's most loaded :class:`GraphWindow`). :func:`as_view` narrows a mechanism to it.
+
 A local mechanism's capabilities have neutral defaults here, so a plain one declares nothing:
 :meth:`RoundDriven.takes_levels` (False: the mechanism runs every user at one level, so the
 service never reads ``preferences`` for it), :meth:`RoundDriven.level_use` (None: no levels to
@@ -35,20 +42,101 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from fractions import Fraction
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from app.dp.errors import ParameterError
 from app.dp.mechanism import Mechanism
-from app.dp.types import IntArray, Release
+from app.dp.types import IntArray, Release, WindowSpend
 
 if TYPE_CHECKING:  # annotations only: app.dp.local's base derives from RoundDriven
     from app.dp.local.wire import CollectionRequest, Tally
 
 
-class SlotStepped(Mechanism):
+@dataclass(frozen=True)
+class LevelUse:
+    """Per level of a personalized local mechanism: its users and those available now."""
+
+    users: list[int]
+    """Users at each level (those sitting out a change of level are at none)."""
+    available: list[int]
+    """Of them, those who may report at the current slot."""
+    sitting_out: int
+    """Users at no level: sitting out a change of level."""
+
+
+@dataclass(frozen=True)
+class PopulationWindow:
+    """A population-division mechanism's population ledger (public: it follows from the
+    collection requests)."""
+
+    users: int
+    """Registered users."""
+    buckets: int
+    """Buckets the users are split in (a cohort is a set of buckets)."""
+    w: int
+    """Slots a user waits between two reports."""
+    t: int
+    """The population ledger's slot (the mechanism numbers its slots from 1)."""
+    available: int
+    """Users who may report at slot ``t``."""
+    reported: list[int]
+    """Users who reported in each slot of the current window, newest (``t``) first."""
+
+
+@dataclass(frozen=True)
+class GraphWindow:
+    """A (w,n) mechanism's most loaded window: the centre whose ``n``-range window spent the
+    most over the ``w`` slots ending at the last slot."""
+
+    n: int
+    w: int
+    eps: float
+    centre: int
+    """The label index of the window's centre."""
+    spent: Fraction
+    """What that window spent (in eps, exact)."""
+    fraction: float
+    """``spent`` as a fraction of the window's whole budget."""
+
+
+class LedgerView(Protocol):
+    """What the ledger views read of a mechanism; every interface below implements it."""
+
+    @property
+    def name(self) -> str: ...
+
+    def describe(self) -> str: ...
+
+    def window_report(self) -> list[WindowSpend]: ...
+
+    def level_use(self) -> LevelUse | None:
+        """Users per level and those available now; None when it runs no levels."""
+
+    def population_window(self) -> PopulationWindow | None:
+        """The population ledger; None unless a cohort reports with the whole ``eps``."""
+
+    def graph_window(self) -> GraphWindow | None:
+        """The most loaded (w,n) window; None unless a (w,n) mechanism."""
+
+
+class _Viewed(Mechanism):
+    """The neutral defaults of :class:`LedgerView`'s optional views."""
+
+    def level_use(self) -> LevelUse | None:
+        return None
+
+    def population_window(self) -> PopulationWindow | None:
+        return None
+
+    def graph_window(self) -> GraphWindow | None:
+        return None
+
+
+class SlotStepped(_Viewed):
     """A mechanism that releases every stream slot as it is stepped (central, graph)."""
 
     t: int
@@ -65,7 +153,7 @@ class SlotStepped(Mechanism):
         from ``rng``; ``population`` is the public number of users per group."""
 
 
-class PeriodStepped(Mechanism):
+class PeriodStepped(_Viewed):
     """A mechanism that takes one slot per step and releases whole periods (period family)."""
 
     t: int
@@ -98,23 +186,14 @@ class PeriodStepped(Mechanism):
         return [(slot - (self.t - rel.slot), rel) for rel in out]
 
 
-@dataclass(frozen=True)
-class LevelUse:
-    """Per level of a personalized local mechanism: its users and those available now."""
-
-    users: list[int]
-    """Users at each level (those sitting out a change of level are at none)."""
-    available: list[int]
-    """Of them, those who may report at the current slot."""
-    sitting_out: int
-    """Users at no level: sitting out a change of level."""
-
-
-class RoundDriven(Mechanism):
+class RoundDriven(_Viewed):
     """A local mechanism: one or two collection rounds per slot (:mod:`app.dp.local.base`)."""
 
     t: int
     """Slots closed so far (the mechanism numbers its slots from 1)."""
+    users: int
+    """Registered users (indices ``0 .. users - 1``): the mechanism states it, the service
+    never derives it from the parameters."""
     population_division: ClassVar[bool]
     """True: a cohort reports with the whole ``eps``; False: everybody reports a share."""
     group_users: list[int]
@@ -142,6 +221,11 @@ class RoundDriven(Mechanism):
         """Per requirement group ``k``, ``(w_k, s_k)``: a user of group ``k`` may report at
         most ``s_k`` times in any ``w_k`` slots (the rule a report collector enforces)."""
 
+    def user_groups(self) -> IntArray:
+        """Per registered user (by index), its requirement group: :attr:`group_users` in
+        contiguous blocks, in group order (the assignment the mechanism's tallies assume)."""
+        return np.repeat(np.arange(len(self.group_users), dtype=np.int64), self.group_users)
+
     def takes_levels(self) -> bool:
         """Whether the service gives it every user's level before each slot (:meth:`assign`)."""
         return False
@@ -149,10 +233,6 @@ class RoundDriven(Mechanism):
     def assign(self, levels: npt.ArrayLike) -> None:
         """Take every user's level for the next slot (only if :meth:`takes_levels`)."""
         raise ParameterError(f"mechanism {self.name} takes no levels")
-
-    def level_use(self) -> LevelUse | None:
-        """Users per level and those available now; None when it runs no levels."""
-        return None
 
     def available_users(self) -> int | None:
         """Users who may report at the current slot; None when everybody reports each slot."""
@@ -181,6 +261,13 @@ def as_round(mechanism: Mechanism) -> RoundDriven:
     """``mechanism`` as a :class:`RoundDriven` (local) one, or :class:`ParameterError`."""
     if not isinstance(mechanism, RoundDriven):
         raise _not(mechanism, "round-driven (local)")
+    return mechanism
+
+
+def as_view(mechanism: Mechanism) -> LedgerView:
+    """``mechanism`` as the ledger views read it, or :class:`ParameterError`."""
+    if not isinstance(mechanism, _Viewed):
+        raise _not(mechanism, "one of the service's kinds")
     return mechanism
 
 

@@ -20,6 +20,10 @@ The wings:
   ledger views, ``late``);
 - :mod:`app.stream.config`: the streams file and the environment.
 
+Walls: ``ops`` may import ``release``, ``collect`` and ``config``; ``release`` and ``collect``
+only ``config`` (they meet through ``internal`` and the core, :mod:`app.dp`); nothing imports
+back up (``tests/tools/test_layering.py``, ``WING_ALLOWED``).
+
 Shared by the wings: ``internal`` (the internal wire), ``records`` (the public wire),
 ``slots`` (slot arithmetic), ``topics``, ``kafka`` (client settings), ``errors``, ``broker``
 (the embedded Tansu of the demo, the tests and the throughput bench); ``worker`` puts the wings

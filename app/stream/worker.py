@@ -16,6 +16,12 @@ One process runs three things on one event loop, stopped together on SIGTERM/SIG
   ``store="rocksdb://"`` with changelog topics. The agent runs the slot release protocol of
   :mod:`app.stream.release.protocol`.
 
+The wings meet here: the operations wing (:mod:`app.stream.ops`) watches the others only through
+what this module registers, :class:`~app.stream.ops.release_metrics.ReleaseMetrics` and the
+status board as the release agent's listeners, and one
+:class:`~app.stream.ops.late.LateSlots` as the late signal of the collect stages and of the
+release metrics (so a slot that lost data counts once per worker).
+
 Faust settings forced by the brokers we test on (``docs/ecosystem.md``):
 ``producer_max_batch_size=1`` (Tansu's high watermark bug would otherwise break table
 recovery), short session and rebalance timeouts (``DPSTREAM_SESSION_TIMEOUT_S``), at-least-once
@@ -45,6 +51,7 @@ from app.stream.kafka import (
 from app.stream.ops.health import SATURATED_S, BrokerProbe, LoopWatch
 from app.stream.ops.http import HttpService
 from app.stream.ops.late import LateSlots
+from app.stream.ops.release_metrics import ReleaseMetrics
 from app.stream.ops.status import StatusBoard
 from app.stream.release import Releaser
 from app.stream.release.capacity import EndOffsets
@@ -144,8 +151,7 @@ def build(
         produce,
         persist,
         preferences=reader.read,
-        late=late,
-        listeners=[board],
+        listeners=[ReleaseMetrics(late), board],  # ops watches the release stage
         end_offset=ends,
     )
 

@@ -248,17 +248,16 @@ def enrollments(stream: Any, devices: int) -> list[Enrollment]:
     """Users ``0 .. devices-1`` of a local stream, each with its level's ``(w, eps)`` and group,
     enrolled on the stream's slot grid (``slot_s``, origin: the start of the service's slot 0).
 
-    With ``params.users`` per level, the devices take the levels in contiguous index blocks of
-    those sizes: as ``plbu`` assigns them, and, for the PLDP-IDS mechanisms, the planned mix the
-    simulated users then choose on ``preferences`` (:func:`choose_levels`); otherwise every user
-    is in the stream's only level.
+    The devices take the groups the mechanism states for them
+    (:meth:`~app.dp.interfaces.RoundDriven.user_groups`: contiguous index blocks per level): as
+    ``plbu`` assigns them, and, for the PLDP-IDS mechanisms, the planned mix the simulated users
+    then choose on ``preferences`` (:func:`choose_levels`); otherwise every user is in the
+    stream's only level.
     """
-    users = stream.params["users"]
-    sizes = list(users) if isinstance(users, list | tuple) else [int(users)]
-    edges = np.cumsum(sizes)
+    groups = stream.build_local().user_groups()
     out = []
     for i in range(devices):
-        g = int(np.searchsorted(edges, i, side="right"))
+        g = int(groups[i])
         level = stream.levels[min(g, len(stream.levels) - 1)]
         out.append(
             Enrollment(

@@ -1,8 +1,12 @@
 """The slot and level rules, written again on their own, so that the worker cannot vouch for itself.
 
-Nothing here imports the worker's collect, preferences or release classes: these few lines
-restate ``docs/design.md`` (Data flow) and ``topics/*.yaml`` from the text, and the accountant
-(:mod:`app.verify.account`) compares what the worker did with them.
+Nothing here imports the worker's collect, preferences or release classes, nor the core's
+statement of the level gap rule (:mod:`app.dp.levels`, which the service and the devices share):
+these few lines restate ``docs/design.md`` (Data flow) and ``topics/*.yaml`` from the text *on
+purpose*, a second statement written apart from the first, so that a slip in the rule the worker
+runs shows as a disagreement instead of being vouched for by the same code. The accountant
+(:mod:`app.verify.account`) compares what the worker did with them, and
+``tests/dp/test_levels.py`` holds the two statements equal on generated histories.
 
 - **Slot**: slot ``s`` of a stream covers ``[s * slot_s, (s + 1) * slot_s)``, so an event at
   time ``ts`` falls in ``floor(ts / slot_s)``.

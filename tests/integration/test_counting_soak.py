@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from app.bench.throughput import produce_part, streams_yaml
 from app.stream.collect.batch import UNACCOUNTED
 from app.stream.config import load_settings
+from app.tools.capacity.throughput import produce_part, streams_yaml
 from app.verify import verify
 from app.verify.report import to_text
 from tests.integration.load import wait_released

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from app.stream.config import Settings, load_settings
+from app.stream.ops.late import LateSlots
+from app.stream.ops.release_metrics import ReleaseMetrics
 from app.stream.release import Releaser
 from app.stream.topics import Topics, load_topics
 
@@ -62,7 +64,14 @@ def agent(
     """A release agent whose broker acknowledges every changelog write at once."""
     clock = Clock()
     r = Releaser(
-        settings, topics or sized_topics(), ledger, slots, produce, _persisted, clock=clock
+        settings,
+        topics or sized_topics(),
+        ledger,
+        slots,
+        produce,
+        _persisted,
+        clock=clock,
+        listeners=[ReleaseMetrics(LateSlots())],  # as the worker wires it
     )
     r.clock = clock  # type: ignore[attr-defined]
     return r

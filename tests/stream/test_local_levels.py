@@ -32,6 +32,7 @@ from app.dp.local.wire import SITS_OUT, CollectionRequest
 from app.stream.collect.tally import ReportCollector
 from app.stream.config import load_settings
 from app.stream.internal import PartitionTally, Tick
+from app.stream.ops.release_metrics import ReleaseMetrics
 from app.stream.release.local_levels import LevelBook, PreferenceRecord
 from app.wire import reports
 from tests.stream.agent import Clock, sized_topics
@@ -154,6 +155,7 @@ class Pipeline:
             persisted,
             clock=self.clock,
             preferences=read,
+            listeners=[ReleaseMetrics()],
         )
         self.collector = ReportCollector([self.stream])
         self.collector.assign(0)

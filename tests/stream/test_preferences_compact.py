@@ -6,13 +6,8 @@ from __future__ import annotations
 
 import random
 
-from app.stream.collect.preferences import (
-    KEEP_CHANGES,
-    MAX_LEVEL_CODES,
-    Change,
-    History,
-    Preferences,
-)
+from app.dp.levels import MAX_LEVEL_CODES
+from app.stream.collect.preferences import KEEP_CHANGES, Change, History, Preferences
 from app.stream.config.streams import parse_stream
 from app.verify import rules
 

@@ -1,4 +1,5 @@
-"""The packages of ``app`` form no import loop, and ``app.dp`` imports nothing from ``app``.
+"""The packages of ``app`` form no import loop, ``app.dp`` imports nothing from ``app``, and
+the wings of ``app.stream`` import each other only in the directions of :data:`WING_ALLOWED`.
 
 Every ``import``/``from ... import`` is read with :mod:`ast` (also those inside functions, which
 run lazily but are arrows all the same); an arrow goes from the package of the importing module
@@ -6,6 +7,16 @@ to the package of the imported one (``app.stream.cli`` -> ``stream``; top-level 
 ``app.cli`` or ``app.metrics`` are their own package). ``app.cli`` (the composition root that
 registers every package's verbs) and the ``__main__`` entry points are left out: nothing imports
 them.
+
+Inside ``app.stream`` the nodes are its sub-packages and top-level modules (``app.stream.release.
+central`` -> ``release``, ``app.stream.internal`` -> ``internal``). Each is a wing
+(:data:`WING_ALLOWED`), a shared module (:data:`SHARED`: any wing may import it; it imports no
+wing but ``config``) or the composition root (:data:`ROOTS`: it puts the wings together, nothing
+imports it). The operations wing watches the others from above (listeners the worker registers);
+``collect`` and ``release`` meet only through the internal wire and the core (``app.dp``).
+
+Left at the top level, outside this test's walls: ``tools -> bench`` (the simulator draws values
+from the bench's data sets) and ``bench -> stream`` (the capacity benches run the service).
 """
 
 from __future__ import annotations
@@ -74,6 +85,88 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+STREAM = APP / "stream"
+WING_ALLOWED: dict[str, set[str]] = {
+    "config": set(),  # the streams file and the environment: below every wing
+    "collect": {"config"},  # the input topics' consumers
+    "release": {"config"},  # the release agent; never told who watches it
+    "ops": {"config", "collect", "release"},  # what operators see: watches from above
+}
+"""Per wing of ``app.stream``, the wings it may import (shared modules aside)."""
+SHARED = {
+    "agent_transport",
+    "broker",
+    "errors",
+    "internal",
+    "kafka",
+    "records",
+    "slots",
+    "tables",
+    "topics",
+}
+"""Modules every wing may import; each may import ``config``, no other wing."""
+ROOTS = {"worker", "cli", "__main__"}
+"""The composition root and the verb: they import the wings, nothing in ``app.stream`` imports
+them."""
+
+
+def _stream_node(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["app", "stream"] else None
+
+
+def stream_graph() -> dict[str, set[str]]:
+    """``node -> nodes it imports`` inside ``app.stream`` (see the module docstring)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(STREAM.rglob("*.py")):
+        source = _stream_node(_module_name(path))
+        if source is None:  # app/stream/__init__.py: a docstring
+            continue
+        targets = {_stream_node(m) for m in _imports(path)} - {None, source}
+        graph.setdefault(source, set()).update(t for t in targets if t is not None)
+    return graph
+
+
+def _violations(graph: dict[str, set[str]]) -> list[str]:
+    out = []
+    for node, targets in sorted(graph.items()):
+        if node in ROOTS:
+            continue
+        allowed = WING_ALLOWED.get(node, {"config"}) | SHARED
+        out += [f"{node} -> {t}" for t in sorted(targets - allowed)]
+    return out
+
+
+def _two_way(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((a, b) for a, ts in graph.items() for b in ts if a < b and a in graph.get(b, ()))
+
+
+def test_every_stream_node_has_a_place() -> None:
+    placed = set(WING_ALLOWED) | SHARED | ROOTS
+    assert set(stream_graph()) <= placed, set(stream_graph()) - placed
+
+
+def test_stream_wings_import_in_the_allowed_directions() -> None:
+    assert _violations(stream_graph()) == []
+
+
+def test_stream_import_map_has_no_two_way_tie() -> None:
+    graph = stream_graph()
+    assert _two_way(graph) == []
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+def test_wall_checks_catch_a_wrong_arrow() -> None:
+    assert _violations({"release": {"ops", "internal"}, "collect": {"release"}}) == [
+        "collect -> release",
+        "release -> ops",
+    ]
+    assert _violations({"records": {"config", "collect"}, "worker": {"ops"}}) == [
+        "records -> collect"
+    ]
+    assert _two_way({"ops": {"release"}, "release": {"ops"}}) == [("ops", "release")]
+
+
 def test_no_package_loop() -> None:
     graph = package_graph()
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
@@ -92,3 +185,8 @@ def test_tools_are_on_top() -> None:
 def test_cycle_finder_finds_a_loop() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_offline_bench_does_not_import_the_service() -> None:
+    """Issue 35 §4: the capacity benchmarks, which drive the service, live in ``app.tools``."""
+    assert "stream" not in package_graph()["bench"]

@@ -1,7 +1,7 @@
 """Issue 15: building the ``dpstream`` parser imports no heavy library, so ``--help`` is fast.
 
 Registering a verb must not import what only running it needs (SciPy for ``audit``, numpy for
-``bench throughput``, Faust and the Kafka clients for the service verbs).
+``capacity throughput``, Faust and the Kafka clients for the service verbs).
 """
 
 from __future__ import annotations

@@ -84,15 +84,15 @@ def test_simulate_devices_unknown_stream_hints_at_config(
     assert "no stream 'app-usage'" in line and "--config" in line
 
 
-def test_bench_throughput_probes_an_external_broker(
+def test_capacity_throughput_probes_an_external_broker(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import app.bench.throughput as throughput
+    import app.tools.capacity.throughput as throughput
 
     def never(*_: object) -> int:
         raise AssertionError("ran the benchmark without a broker")
 
     monkeypatch.setattr(throughput, "run_throughput", never)
-    argv = ["bench", "throughput", "--broker", "127.0.0.1:1", "--broker-timeout", "1"]
+    argv = ["capacity", "throughput", "--broker", "127.0.0.1:1", "--broker-timeout", "1"]
     assert main(argv) == 2
     assert "cannot reach the Kafka broker at 127.0.0.1:1" in one_line(capsys.readouterr().err)

@@ -45,7 +45,7 @@ import numpy as np
 from app.dp import validate
 from app.dp.budget import WindowLedger
 from app.dp.errors import DPError, ParameterError
-from app.dp.interfaces import RoundDriven
+from app.dp.interfaces import PopulationWindow, RoundDriven
 from app.dp.local.population import (
     MAX_BUCKETS,
     Population,
@@ -196,6 +196,20 @@ class LocalMechanism(RoundDriven):
         if not self.population_division:
             return None
         return self.population.available_users(self.population.t)
+
+    def population_window(self) -> PopulationWindow | None:
+        """Population division: the population ledger over its current window; else None."""
+        if not self.population_division:
+            return None
+        pop = self.population
+        return PopulationWindow(
+            users=pop.users,
+            buckets=pop.buckets,
+            w=pop.w,
+            t=pop.t,
+            available=int(pop.sizes[pop.age >= pop.w].sum()),
+            reported=[int(pop.sizes[pop.age == k].sum()) for k in range(min(pop.w, pop.t))],
+        )
 
     # -- the slot protocol ------------------------------------------------------------------
 

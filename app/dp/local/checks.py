@@ -40,7 +40,7 @@ def random_tally(
     if request.levels is not None:  # a personalized mechanism names every user's level
         group_of = np.frombuffer(request.levels, dtype=np.uint8).astype(np.int64)
     else:
-        group_of = np.repeat(np.arange(len(m.group_users)), m.group_users)
+        group_of = m.user_groups()
     support, reports = [], []
     for g in range(len(request.oracle)):
         n = int((asked & (group_of == g)).sum())

@@ -26,7 +26,7 @@ from app.dp import validate
 from app.dp.budget import exact
 from app.dp.errors import ParameterError
 from app.dp.graph import Graph
-from app.dp.interfaces import SlotStepped
+from app.dp.interfaces import GraphWindow, SlotStepped
 from app.dp.noise import NoiseKind, check_kind, two_sided_geometric
 from app.dp.types import FloatArray, Group, IntArray, Release, WindowSpend
 from app.dp.wn.ledger import GraphLedger, Units
@@ -215,6 +215,14 @@ class GraphMechanism(SlotStepped):
         ending at the last slot (the strictest requirement accounts for every group)."""
         spend = WindowSpend(self.requirement.w, self.requirement.eps, self.ledger.spent())
         return [spend] * len(self.groups)
+
+    def graph_window(self) -> GraphWindow:
+        """The most loaded (w,n) window (:class:`~app.dp.interfaces.LedgerView`)."""
+        ledger, group = self.ledger, self.requirement
+        centre, _ = ledger.most_loaded()
+        spent = ledger.spent()
+        whole = ledger.budget.to_fraction(ledger.total)
+        return GraphWindow(self.n, group.w, group.eps, centre, spent, float(spent / whole))
 
     # ------------------------------------------------------------------ state
     def _state(self) -> dict[str, Any]:

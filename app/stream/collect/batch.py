@@ -47,7 +47,6 @@ from app import metrics
 from app.stream.collect.policy import Policy
 from app.stream.config import Settings
 from app.stream.kafka import abandon_commit, aiokafka_kwargs
-from app.stream.ops.late import LateSlots
 from app.stream.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -79,6 +78,21 @@ with a record batch whose offsets follow one it does not show yet: aiokafka hand
 batch and moves its position past the missing one, whose records were then never counted while
 the next commit passed them (the steady-load loss of issue 31). Read again a fetch later, the
 missing batch is there."""
+
+
+class LateSignal(Protocol):
+    """Where a consumer tells that a slot dropped input as late: the operations wing's
+    :class:`~app.stream.ops.late.LateSlots`, registered by the worker (one per worker, shared
+    with the release stage, so a slot counts once)."""
+
+    def mark(self, stream: str, slot: int) -> object: ...
+
+
+class _Unwatched:
+    """No late signal registered (tests, tools): the drops are still counted by outcome."""
+
+    def mark(self, stream: str, slot: int) -> object:
+        return None
 
 
 class Collecting(Protocol):
@@ -145,11 +159,11 @@ class BatchConsumer(Service):
         side_input: str,
         collector: Collecting,
         policy: Policy,
-        late: LateSlots | None = None,
+        late: LateSignal | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.late = late or LateSlots()
+        self.late: LateSignal = late or _Unwatched()
         """Where the slots that dropped input as late are counted (``dpstream_late_slots``)."""
         self.settings = settings
         self.topics = topics

@@ -4,11 +4,12 @@
 drives it directly; :mod:`app.stream.collect.ingest` feeds it batches and fetch observations from
 Kafka and ships what :meth:`Collector.flush` returns.
 
-Per events partition it keeps the *open* slots: for each ``(stream, slot)`` a dict
-``user -> value`` (the first value a user sent in the slot; later ones are ``duplicate``) and
-the smallest offset that fed it. A stream with ``max_values: l > 1`` keeps ``user -> tuple``
-of the first ``l`` distinct values (a repeated value is ``duplicate``, one more distinct value
-is ``clipped``); one-value streams keep the plain dict and its speed. A sum stream
+Per events partition it keeps the *open* slots: for each ``(stream, slot)`` the first value
+each user sent in the slot (later ones are ``duplicate``) and the smallest offset that fed it.
+One-value counting streams keep it as a :class:`~app.stream.collect.first_values.FirstValues`
+(keyed user digests in numpy arrays, ~9 bytes per user). A stream with ``max_values: l > 1``
+keeps a dict ``user -> tuple`` of the first ``l`` distinct values (a repeated value is
+``duplicate``, one more distinct value is ``clipped``). A sum stream
 (``sum: {alpha: A}``) keeps ``user -> {value: amount}``: the user's first amount for each of its
 first ``l`` distinct values, clipped to ``A``; an event whose amount was cut to ``A`` counts as
 ``clipped`` (its clipped amount is kept), and its slot closes into per-group *sums* (floats).
@@ -63,7 +64,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from app.stream.collect.partitioning import partition_for
+from app.stream.collect.first_values import FirstValues
+from app.stream.collect.partitioning import partition_for, partitions_of
 from app.stream.collect.preferences import History, Preferences
 from app.stream.collect.watermark import EventClocks
 from app.stream.config import StreamConfig
@@ -82,7 +84,8 @@ PARTITION_CACHE = 1 << 20
 class PartitionSlots:
     """Open slots and progress of one events partition."""
 
-    buckets: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    buckets: dict[tuple[str, int], Any] = field(default_factory=dict)
+    """Per open slot: :class:`FirstValues`, or for other streams a dict ``user -> values``."""
     min_offset: dict[tuple[str, int], int] = field(default_factory=dict)
     closed_through: dict[str, int] = field(default_factory=dict)
     caught_up: bool = False
@@ -268,12 +271,14 @@ class Collector:
         if list(map(str.encode, batch.users)) != keys:
             wrong = ~np.fromiter(map(eq, map(str.encode, batch.users), keys), dtype=bool, count=n)
             batch.refuse(wrong, "key_mismatch", "the message key must be the event's user")
-        partition_of = self._partition_of
-        if list(map(partition_of.get, keys)).count(partition) != n:
+        if not codes.any():  # every key is bytes: their partitions over the batch
+            elsewhere = partitions_of(keys, self.partitions_total) != partition
+        else:
             where = {k: self._partition(k) for k in set(keys) if k is not None}
             elsewhere = np.fromiter(
                 map(ne, map(where.get, keys), repeat(partition)), dtype=bool, count=n
             )
+        if elsewhere.any():
             batch.refuse(elsewhere, "wrong_partition", "not the partition the user's key hashes to")
         horizon = {sid: self.streams[sid].slots.horizon(wall_now) for sid in batch.kinds if sid}
         if len(horizon) == 1 and not codes.any():
@@ -297,7 +302,7 @@ class Collector:
         one stream keeping one counted value per user; False (nothing changed) otherwise.
 
         It assigns slots, counts late events and merges, per open slot, the batch's first value
-        per user into the slot's dict, keeping values already there.
+        per user into the slot's :class:`FirstValues`, keeping values already there.
         """
         sid = batch.streams[0]
         stream = self.streams[sid]
@@ -324,18 +329,11 @@ class Collector:
             open_slot = (sid, slot)
             bucket = part.buckets.get(open_slot)
             if bucket is None:
-                bucket = part.buckets[open_slot] = {}
+                bucket = part.buckets[open_slot] = FirstValues(stream.d)
                 part.min_offset[open_slot] = records[first].offset
-            fresh = dict(zip(reversed(us), reversed(vs), strict=True))  # first value per user
-            before = len(bucket)
-            # Users already in the slot keep their value: put it back after the merge. The
-            # intersection iterates over the smaller side (the batch), never the whole bucket.
-            held = fresh.keys() & bucket.keys()
-            kept = list(map(bucket.__getitem__, held))
-            bucket.update(fresh)
-            bucket.update(zip(held, kept, strict=True))
-            accepted += len(bucket) - before
-            duplicate += len(us) - (len(bucket) - before)
+            fresh = bucket.merge(us, vs)  # users already in the slot keep their value
+            accepted += fresh
+            duplicate += len(us) - fresh
         if accepted:
             counted[sid, "accepted"] += accepted
         if duplicate:
@@ -346,13 +344,16 @@ class Collector:
         self, partition: int, records: list[Any], batch: EventBatch, wall_now: float
     ) -> list[tuple[BadEvent, Any]]:
         """Count a checked batch event by event (the path of every batch :meth:`_count_fast`
-        declines); return the refused records with their :class:`BadEvent`."""
+        declines); return the refused records with their :class:`BadEvent`. A one-value
+        stream's events are gathered per open slot and merged in the batch's order at its end,
+        which keeps each user's first value as event by event would."""
         part = self.partitions[partition]
         buckets, min_offset, closed_through = part.buckets, part.min_offset, part.closed_through
         sums, late_slots, slot_s = self._alpha, self.late_slots, self._slot_s
         counted: Counter[tuple[str, str]] = Counter()
         bad: list[tuple[BadEvent, Any]] = []
         newest: dict[str, float] = {}  # per event-clock stream, the batch's newest event time
+        firsts: dict[tuple[str, int], tuple[list[str], list[int]]] = {}
         max_ts = part.max_ts
         codes = batch.codes.tolist()
         stamps, amounts = batch.ts.tolist(), batch.amounts.tolist()
@@ -373,15 +374,28 @@ class Collector:
                 late_slots.add((sid, slot))
                 continue
             open_slot = (sid, slot)
-            bucket = buckets.get(open_slot)
+            bucket: Any = buckets.get(open_slot)  # FirstValues, or a dict (see PartitionSlots)
+            one = stream.max_values == 1 and not (sums and sid in sums)
             if bucket is None:
-                bucket = buckets[open_slot] = {}
+                bucket = buckets[open_slot] = FirstValues(stream.d) if one else {}
                 min_offset[open_slot] = rec.offset
-            if sums and sid in sums:
-                outcome = _add_amount(bucket, user, value, amounts[i], sums[sid], stream.max_values)
+            if one:  # merged once per slot after the loop, in the batch's order
+                us, vs = firsts.setdefault(open_slot, ([], []))
+                us.append(user)
+                vs.append(value)
+            elif sums and sid in sums:
+                amount = amounts[i]
+                counted[
+                    sid, _add_amount(bucket, user, value, amount, sums[sid], stream.max_values)
+                ] += 1
             else:
-                outcome = _add_value(bucket, user, value, stream.max_values)
-            counted[sid, outcome] += 1
+                counted[sid, _add_values(bucket, user, value, stream.max_values)] += 1
+        for open_slot, (us, vs) in firsts.items():
+            fresh = buckets[open_slot].merge(us, vs)
+            if fresh:
+                counted[open_slot[0], "accepted"] += fresh
+            if len(us) > fresh:
+                counted[open_slot[0], "duplicate"] += len(us) - fresh
         part.max_ts = max_ts
         if newest:
             self.event_clocks.saw(partition, newest, wall_now)
@@ -405,25 +419,26 @@ class Collector:
         found = part.progress.get(stream.id)
         return None if found is None or found == -math.inf else found
 
-    def _counts(
-        self, stream: StreamConfig, slot: int, bucket: dict[str, Any] | None
-    ) -> list[int] | list[float]:
+    def _counts(self, stream: StreamConfig, slot: int, bucket: Any) -> list[int] | list[float]:
         if stream.alpha is not None:
             return self._sums(stream, slot, bucket or {})
         m, d = len(stream.levels), stream.d
         counts = np.zeros((m, d), dtype=np.int64)
         if bucket:
-            if stream.max_values == 1:
-                values = np.fromiter(bucket.values(), dtype=np.int64, count=len(bucket))
+            if isinstance(bucket, FirstValues):
+                values = bucket.values()
+                users = list(self.preferences.users)
+                found = dict(zip(users, bucket.find(users), strict=True))
+                held_by = {u: (v,) for u, v in found.items() if v is not None}
             else:
                 values = np.fromiter(chain.from_iterable(bucket.values()), dtype=np.int64)
+                held_by = {u: bucket[u] for u in self.preferences.special(bucket)}
             counts[stream.default_level] = np.bincount(values, minlength=d)
-            for user in self.preferences.special(bucket):
+            for user, held in held_by.items():
                 g = self.preferences.group(stream, user, slot)
                 if g == stream.default_level:
                     continue
-                held = bucket[user]
-                mine = [held] if stream.max_values == 1 else list(held)
+                mine = list(held)
                 np.subtract.at(counts[stream.default_level], mine, 1)
                 if g is None:
                     self.outcomes[stream.id, "level_change"] += len(mine)
@@ -524,13 +539,13 @@ def _by_slot(
     return out
 
 
-def _add_value(bucket: dict[str, Any], user: str, value: int, l_max: int) -> str:
-    """Keep a counting stream event in its slot's ``bucket``; return its outcome (see the
-    module docstring)."""
+def _add_values(bucket: dict[str, Any], user: str, value: int, l_max: int) -> str:
+    """Keep an event of a counting stream of ``l_max > 1`` values in its slot's ``bucket``;
+    return its outcome (see the module docstring)."""
     held = bucket.get(user)
     if held is None:
-        bucket[user] = value if l_max == 1 else (value,)
-    elif l_max == 1 or value in held:
+        bucket[user] = (value,)
+    elif value in held:
         return "duplicate"
     elif len(held) >= l_max:
         return "clipped"

@@ -14,6 +14,11 @@ partition of every key (cached per key) and dead-letters an event that arrived e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
 PRODUCER_CONFIG = {"partitioner": "murmur2_random"}
 """What a confluent-kafka (librdkafka) producer of ``events`` or ``preferences`` must set."""
 
@@ -49,3 +54,33 @@ def murmur2(data: bytes) -> int:
 def partition_for(key: bytes, partitions: int) -> int:
     """The partition Kafka's default partitioner picks for ``key`` among ``partitions``."""
     return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def partitions_of(keys: Sequence[bytes], partitions: int) -> npt.NDArray[np.int64]:
+    """:func:`partition_for` of each of ``keys``, computed over the batch with numpy (the keys'
+    bytes laid out as one array; one pass per 4-byte block of the longest key)."""
+    n = len(keys)
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=n)
+    data = np.frombuffer(b"".join(keys) + b"\0\0\0\0", dtype=np.uint8).astype(np.uint32)
+    starts = np.cumsum(lengths) - lengths
+    m = np.uint32(_M)
+    h = np.uint32(0x9747B28C) ^ lengths.astype(np.uint32)
+    blocks = lengths >> 2
+    for j in range(int(blocks.max(initial=0))):
+        rows = np.flatnonzero(blocks > j)
+        at = starts[rows] + 4 * j
+        k = data[at] | data[at + 1] << 8 | data[at + 2] << 16 | data[at + 3] << 24
+        k *= m
+        k ^= k >> 24
+        k *= m
+        h[rows] = (h[rows] * m) ^ k
+    rest, tail = lengths & 3, starts + (blocks << 2)
+    # Bytes past a key's end are masked out (the padding keeps the last key's reads in range).
+    h ^= np.where(rest >= 3, data[tail + 2] << 16, 0).astype(np.uint32)
+    h ^= np.where(rest >= 2, data[tail + 1] << 8, 0).astype(np.uint32)
+    h ^= np.where(rest >= 1, data[tail], 0).astype(np.uint32)
+    h = np.where(rest >= 1, h * m, h)
+    h ^= h >> 13
+    h *= m
+    h ^= h >> 15
+    return (h & np.uint32(0x7FFFFFFF)).astype(np.int64) % partitions

@@ -4,6 +4,7 @@ worker's settings. Built by :mod:`app.stream.config.streams` (the YAML file) and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,6 +128,10 @@ class StreamConfig:
     unit: UnitBound | None = None
     """Set at load: the privacy unit the stream belongs to, with what one user can lose across
     the unit's streams in its interval (:mod:`app.stream.config.units`)."""
+    users: int = 0
+    """Set at load: local mode's registered users (indices ``0 .. users - 1``), as the stream's
+    mechanism states them (:attr:`app.dp.interfaces.RoundDriven.users`); 0 for central
+    streams."""
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -139,7 +144,7 @@ class StreamConfig:
     def local(self) -> bool:
         return self.mode == "local"
 
-    @property
+    @functools.cached_property
     def slots(self) -> SlotClock:
         """The stream's slot clock (the one place slot arithmetic lives)."""
         return SlotClock(self.slot_s, 0.0 if self.local else self.grace_s)
@@ -157,14 +162,6 @@ class StreamConfig:
         return self.alpha is not None
 
     @property
-    def users(self) -> int:
-        """Local mode: registered users (indices ``0 .. users - 1``); 0 for central streams."""
-        if not self.local:
-            return 0
-        u = self.params["users"]
-        return int(sum(u)) if isinstance(u, list | tuple) else int(u)
-
-    @property
     def d(self) -> int:
         return len(self.labels)
 
@@ -175,6 +172,15 @@ class StreamConfig:
     @property
     def level_names(self) -> tuple[str, ...]:
         return tuple(level.name for level in self.levels)
+
+    @functools.cached_property
+    def level_widths(self) -> tuple[int, ...]:
+        """Every level's window ``w`` (the gap rule's, :mod:`app.dp.levels`)."""
+        return tuple(level.w for level in self.levels)
+
+    def slot_of(self, at: float) -> int:
+        """The slot of time ``at`` on the stream's clock (:class:`~app.dp.levels.LevelRule`)."""
+        return self.slots.slot_of(at)
 
     def build_mechanism(self) -> Mechanism:
         """A fresh mechanism for this stream, built through the registry."""

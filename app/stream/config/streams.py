@@ -96,6 +96,7 @@ from typing import Any
 import yaml
 
 from app.dp.errors import DPError
+from app.dp.interfaces import as_round
 from app.dp.noise import check_grid
 from app.dp.registry import get, names
 from app.stream.config.graph import MECHANISM_GRAPH_PARAMS, parse_graph
@@ -404,8 +405,10 @@ def parse_stream(
     if stream.local:
         _check_local(stream, where)
     try:
-        weaker = stream.build_mechanism().weaker_guarantee()
+        built = stream.build_mechanism()
+        weaker = built.weaker_guarantee()
         _check_grid(stream)
+        users = as_round(built).users if stream.local else 0  # the mechanism's own statement
     except (DPError, TypeError) as exc:
         raise ConfigError(f"{where}.mechanism: {exc}") from None
     reasons = [r for r in (_noise_weakness(stream, where), weaker) if r]
@@ -415,7 +418,7 @@ def parse_stream(
             "remove the setting, or set `accept_weaker_guarantee: true` on the stream to run "
             "with the weaker guarantee"
         )
-    return dataclasses.replace(stream, weaker_guarantee="; ".join(reasons) or None)
+    return dataclasses.replace(stream, weaker_guarantee="; ".join(reasons) or None, users=users)
 
 
 LAPLACE_WEAKNESS = "noise: laplace is floating-point Laplace, not eps-DP as implemented"

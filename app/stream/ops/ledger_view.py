@@ -14,9 +14,8 @@ import sys
 import time
 from typing import Any
 
-from app.dp.interfaces import as_round
+from app.dp.interfaces import GraphWindow, LedgerView, as_view
 from app.dp.local.wire import mask_users
-from app.dp.mechanism import Mechanism
 from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config
 from app.stream.ops.budget_view import budget_json
@@ -95,14 +94,13 @@ def render(stream: StreamConfig, entry: LedgerEntry) -> str:
     whose users report with their whole ``eps``) and the pending collection request (slot,
     round, cohort size, deadline, whether the broker acknowledged it).
     """
-    mechanism: Any = (
-        continued(stream, entry.state) if entry.state is not None else stream.build_mechanism()
-    )
+    mechanism = _view(stream, entry)
+    population = mechanism.population_window()
     lines = [
         f"stream {stream.id}: {mechanism.describe()}",
         f"next slot {entry.next_slot} (last release published: {entry.published})",
     ]
-    if not (stream.local and mechanism.population_division):  # else: users, not budget
+    if population is None:  # else: users, not budget
         lines += ["", f"{'level':<12}{'w':>6}{'eps':>10}{'window spent':>15}{'fraction':>10}"]
         for level, spend in zip(stream.levels, mechanism.window_report(), strict=True):
             lines.append(
@@ -118,8 +116,8 @@ def render(stream: StreamConfig, entry: LedgerEntry) -> str:
                 f"{lv.name} {float(s.spent):.4g} of eps {s.eps:g} (w={s.w})" for lv, s in spends
             ),
         ]
-    if stream.graph is not None:
-        lines.append(wn_line(stream, mechanism))
+    if (window := mechanism.graph_window()) is not None:
+        lines.append(wn_line(stream, window))
     if stream.local:
         lines += _local_lines(stream, mechanism, entry)
     lines += ["", f"{'slot':>12}  {'start (UTC)':<22}{'fresh':<6}{'status':<10}spent by level"]
@@ -146,15 +144,13 @@ STATUS_LEGEND = [
 def to_json(stream: StreamConfig, entry: LedgerEntry) -> dict[str, Any]:
     """``ledger show --json``: :func:`~app.stream.ops.budget_view.budget_json` (the figures of
     ``GET /budget``) plus the last releases with their slot times in UTC."""
-    mechanism = (
-        continued(stream, entry.state) if entry.state is not None else stream.build_mechanism()
-    )
+    mechanism = _view(stream, entry)
     last = entry.next_slot - 1 if entry.next_slot is not None else None
     out = budget_json(stream, mechanism.window_report(), last)
     out["describe"] = mechanism.describe()
     out["published"] = entry.published
-    if stream.graph is not None:
-        out["wn_window"] = wn_window(stream, mechanism)
+    if (window := mechanism.graph_window()) is not None:
+        out["wn_window"] = wn_window(stream, window)
     if rows := level_rows(stream, mechanism):
         out["level_population"] = rows
     out["recent"] = [
@@ -171,26 +167,29 @@ def to_json(stream: StreamConfig, entry: LedgerEntry) -> dict[str, Any]:
     return out
 
 
-def wn_window(stream: StreamConfig, mechanism: Any) -> dict[str, Any]:
+def _view(stream: StreamConfig, entry: LedgerEntry) -> LedgerView:
+    """The stream's mechanism continued from ``entry``, as the views read it."""
+    built = continued(stream, entry.state) if entry.state is not None else stream.build_mechanism()
+    return as_view(built)
+
+
+def wn_window(stream: StreamConfig, window: GraphWindow) -> dict[str, Any]:
     """A (w,n) stream's most loaded window: the centre (a label) whose n-range window spent
     the most over the ``w`` slots ending at the last release, and that budget (exact)."""
-    ledger = mechanism.ledger
-    centre, _ = ledger.most_loaded()
-    spent = ledger.spent()
     return {
         "graph": stream.graph.describe() if stream.graph is not None else None,
-        "n": ledger.n,
-        "w": ledger.budget.group.w,
-        "eps": ledger.budget.group.eps,
-        "centre": stream.labels[centre],
-        "spent": float(spent),
-        "fraction": float(spent / ledger.budget.to_fraction(ledger.total)),
+        "n": window.n,
+        "w": window.w,
+        "eps": window.eps,
+        "centre": stream.labels[window.centre],
+        "spent": float(window.spent),
+        "fraction": window.fraction,
     }
 
 
-def wn_line(stream: StreamConfig, mechanism: Any) -> str:
+def wn_line(stream: StreamConfig, window: GraphWindow) -> str:
     """:func:`wn_window` as one line of ``ledger show``."""
-    v = wn_window(stream, mechanism)
+    v = wn_window(stream, window)
     return (
         f"(w,n) window, {v['graph']}: most loaded centred at {v['centre']!r} (pages within "
         f"{v['n'] - 1} hops), spent {v['spent']:.6g} of eps {v['eps']:g} over the last "
@@ -198,10 +197,10 @@ def wn_line(stream: StreamConfig, mechanism: Any) -> str:
     )
 
 
-def level_rows(stream: StreamConfig, mechanism: Mechanism) -> list[dict[str, Any]]:
+def level_rows(stream: StreamConfig, mechanism: LedgerView) -> list[dict[str, Any]]:
     """Per level of a personalized local stream, its users and those available now (none for
     other streams); the levels are public, as the requests name them."""
-    use = as_round(mechanism).level_use() if stream.local else None
+    use = mechanism.level_use()
     if use is None:
         return []
     return [
@@ -210,26 +209,24 @@ def level_rows(stream: StreamConfig, mechanism: Mechanism) -> list[dict[str, Any
     ]
 
 
-def _local_lines(stream: StreamConfig, mechanism: Any, entry: LedgerEntry) -> list[str]:
+def _local_lines(stream: StreamConfig, mechanism: LedgerView, entry: LedgerEntry) -> list[str]:
     """The population ledger's window and the pending request of a local stream."""
     lines = [""]
-    if mechanism.population_division:
-        pop = mechanism.population
+    pop = mechanism.population_window()
+    if pop is not None:
         offset = entry.local.offset or 0
-        available = int(pop.sizes[pop.age >= pop.w].sum())
         lines.append(
             f"population: {pop.users} users in {pop.buckets} buckets, w={pop.w}; at slot "
-            f"{offset + pop.t}: used {pop.users - available}, available {available}"
+            f"{offset + pop.t}: used {pop.users - pop.available}, available {pop.available}"
         )
         for row in level_rows(stream, mechanism):
             lines.append(
                 f"{'':>4}level {row['level']} (w={row['w']}, eps={row['eps']:g}): "
                 f"{row['users']} users, available {row['available']}"
             )
-        if (use := as_round(mechanism).level_use()) is not None:
+        if (use := mechanism.level_use()) is not None:
             lines.append(f"{'':>4}sitting out a change of level: {use.sitting_out} users")
-        for k in range(min(pop.w, pop.t)):  # the slots of the current window, newest first
-            used = int(pop.sizes[pop.age == k].sum())
+        for k, used in enumerate(pop.reported):  # the slots of the current window, newest first
             lines.append(f"{'':>4}slot {offset + pop.t - k:>12}: {used} users reported")
     else:
         lines.append(f"population: every one of {stream.users} users reports a share each slot")

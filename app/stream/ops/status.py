@@ -38,6 +38,7 @@ from app.dp.units import UnitBound
 from app.metrics import REGISTRY
 from app.stream.config import StreamConfig
 from app.stream.ops.budget_view import budget_json
+from app.stream.release.protocol import ReleaseListener
 from app.utc import utc, utc_time
 from app.wire.releases import decode as decode_release
 
@@ -62,7 +63,7 @@ class _Stream:
     releases: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RING))
 
 
-class StatusBoard:
+class StatusBoard(ReleaseListener):
     """What the status page and ``/budget`` show: per stream, the last releases and the window
     budget. The worker builds one, hands it to the release protocol as a listener
     (:class:`~app.stream.release.protocol.ReleaseListener`) and to the HTTP service, which

@@ -14,6 +14,8 @@ two coroutines: ``produce(topic, key, value)``, which returns once the broker ac
 record, and ``persist()``, which returns once every table changelog write so far is
 acknowledged; personalized local streams also take ``preferences(offsets)``, which reads that
 topic on (:class:`~app.stream.release.local_levels.PreferenceReader` in the worker).
+Operators watch it through ``listeners`` (:class:`ReleaseListener`: the metrics and the status
+board of :mod:`app.stream.ops`, which the worker registers); this wing never imports them.
 """
 
 from __future__ import annotations
@@ -23,12 +25,10 @@ import logging
 import time
 from collections.abc import Callable, MutableMapping, Sequence
 
-from app import metrics
 from app.dp.errors import DPError
 from app.stream.config import Settings, StreamConfig
 from app.stream.errors import ConfigError
 from app.stream.internal import InternalError, StateError, decode
-from app.stream.ops.late import LateSlots
 from app.stream.release.central import CentralDriver
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.guard import Capacity, EndOffset, Guard
@@ -43,7 +43,7 @@ from app.stream.release.protocol import (
 )
 from app.stream.topics import Topics
 
-__all__ = ["LedgerEntry", "Publisher", "Releaser", "StateMismatch"]
+__all__ = ["LedgerEntry", "Publisher", "ReleaseListener", "Releaser", "StateMismatch"]
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +61,13 @@ class Releaser:
         persist: Persist,
         clock: Callable[[], float] = time.time,
         preferences: ReadPreferences | None = None,
-        late: LateSlots | None = None,
         listeners: Sequence[ReleaseListener] = (),
         end_offset: EndOffset | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
-        self.guard = Guard()
         self.capacity = Capacity(end_offset)
         self.slots = slots
-        self.late = late or LateSlots()
         self.serving: set[str] = set()
         """Streams this agent heard since its last revocation (their release lag is its to
         export: :meth:`next_slots`)."""
@@ -79,7 +76,8 @@ class Releaser:
             "local": topics.spec("reports").partitions,
         }
         self.publisher = Publisher(settings, topics, ledger, produce, persist, listeners)
-        self.central = CentralDriver(self.publisher, slots, clock, self.late)
+        self.guard = Guard(self.publisher.watch)
+        self.central = CentralDriver(self.publisher, slots, clock)
         self.local = LocalDriver(self.publisher, slots, clock, preferences)
         self.failed: dict[str, str] = {}
         """Streams the agent refuses to serve, with the one-line reason (``/readyz`` shows it)."""
@@ -139,7 +137,7 @@ class Releaser:
         (:meth:`LocalDriver.skip`). A central stream, or a local one whose skip is refused too,
         is no longer served (``/readyz`` says why); the worker and its other streams go on."""
         sid = stream.id
-        metrics.MECHANISM_REFUSALS.labels(sid).inc()
+        self.publisher.watch.on_refused(stream)
         self.publisher.forget(sid)
         if not stream.local:
             self._stop_serving(sid, exc)

@@ -34,7 +34,8 @@ slots, forced or not: the agent goes on with the other streams' messages, and th
 of this stream (the collect stage ticks several times a second) closes the next ones.
 
 A partial for a slot already released is dropped. It is *late data* (counted in
-``dpstream_late_partials_total``, and its slot in ``dpstream_late_slots_total``) only when values
+``dpstream_late_partials_total``, and its slot in ``dpstream_late_slots_total``: the
+:meth:`~app.stream.release.protocol.ReleaseListener.on_late` the worker wires) only when values
 were actually discarded: it holds some count, and the release did not take this partition's
 partial with the same counts. The driver remembers, for the last :data:`MERGED_KEEP` released
 slots, a digest of each partition's merged partial (in the ``slots`` table under
@@ -60,7 +61,6 @@ from typing import Any
 
 import numpy as np
 
-from app import metrics
 from app.dp.interfaces import as_period, as_slotted
 from app.dp.mechanism import Mechanism
 from app.dp.types import Release
@@ -74,7 +74,6 @@ from app.stream.internal import (
     decode_open_slots,
     encode_open_slots,
 )
-from app.stream.ops.late import LateSlots
 from app.stream.records import pack
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import Publisher
@@ -108,12 +107,10 @@ class CentralDriver:
         publisher: Publisher,
         slots: MutableMapping[str, bytes],
         clock: Callable[[], float] = time.time,
-        late: LateSlots | None = None,
     ) -> None:
         self.pub = publisher
         self.slots = slots
         self.clock = clock
-        self.late = late or LateSlots()
         self.start_slot: dict[str, int] = {}
         self.woke: dict[str, float] = {}
         self._last_message: dict[str, float] = {}
@@ -155,7 +152,8 @@ class CentralDriver:
             self._merge(stream, msg, next_slot)
         partitions = msg.partitions
         if len(progress) >= partitions:
-            metrics.WATERMARK.labels(sid).set(min(progress.values()))
+            watermark = min(progress.values())
+            self.pub.watch.on_progress(stream, watermark)
         await self._close_due(stream, partitions, now)
 
     # -- state --------------------------------------------------------------------------------
@@ -247,8 +245,7 @@ class CentralDriver:
         slot, part, counts = msg.slot, msg.partition, msg.counts
         if slot < next_slot:
             if self._discards(stream, slot, part, counts):
-                metrics.LATE_PARTIALS.labels(stream.id).inc()
-                self.late.mark(stream.id, slot)
+                self.pub.watch.on_late(stream, slot)
                 log.warning(
                     "late partial dropped stream=%s slot=%d partition=%d", stream.id, slot, part
                 )
@@ -311,7 +308,7 @@ class CentralDriver:
             if missing:
                 if not self._forced(stream, slot, missing, now):
                     return
-                metrics.SLOT_TIMEOUTS.labels(stream.id).inc()
+                self.pub.watch.on_forced(stream, slot, missing)
                 log.warning(
                     "slot closed without partitions stream=%s slot=%d missing=%s",
                     stream.id,
@@ -340,10 +337,9 @@ class CentralDriver:
         population = [lv.population for lv in stream.levels]  # public: never the slot's counts
         placed = _step(stream, mech, slot, counts, self.pub.rng(stream, slot), population)
         released_at = self.clock()
-        metrics.STEP_SECONDS.labels(sid, stream.mechanism).observe(time.perf_counter() - started)
-        if stream.clock == "wall":
-            lag = self.clock() - stream.slots.due(slot)
-            metrics.SLOT_CLOSE_LAG.labels(sid).observe(max(0.0, lag))
+        seconds = time.perf_counter() - started
+        lag = self.clock() - stream.slots.due(slot) if stream.clock == "wall" else None
+        self.pub.watch.on_step(stream, seconds, lag)
 
         merged = self._merged(sid)
         merged[slot] = dict(cur.digests) if cur is not None else {}

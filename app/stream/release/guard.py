@@ -41,9 +41,9 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 
-from app import metrics
 from app.stream.config import StreamConfig
 from app.stream.internal import Internal, Partial, PartitionTally, Tick
+from app.stream.release.protocol import ReleaseListener
 from app.stream.slots import SlotClock
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,9 @@ SHOW_S = 60.0
 class Guard:
     """Checks ``partials`` messages before a driver sees them; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, watch: ReleaseListener | None = None) -> None:
+        self.watch = watch or ReleaseListener()
+        """Told each refusal (the release agent's listeners: the metric is theirs)."""
         self.last: dict[str, tuple[float, str]] = {}
         """Per stream, the wall time and reason of its last refusal."""
 
@@ -91,7 +93,7 @@ class Guard:
     def refuse(self, stream: str, reason: str, msg: Internal | None, now: float) -> None:
         """Count and log a refusal of ``msg`` (None: it did not decode); never its counts,
         they are exact data."""
-        metrics.INTERNAL_REFUSED.labels(stream, reason).inc()
+        self.watch.on_message_refused(stream, reason)
         self.last[stream] = (now, reason)
         log.error(
             "internal message refused stream=%s kind=%s reason=%s partition=%s slot=%s",

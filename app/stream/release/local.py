@@ -42,7 +42,6 @@ from collections.abc import Callable, MutableMapping
 
 import numpy as np
 
-from app import metrics
 from app.dp.errors import DPError
 from app.dp.interfaces import RoundDriven, as_round
 from app.dp.local.wire import CollectionRequest, Tally, mask_users
@@ -343,8 +342,7 @@ class LocalDriver:
         # 4. Ask (and mark sent).
         await self._send_request(stream, entry)
         asked = int(mask_users(request, stream.users).sum())
-        metrics.COHORT_SIZE.labels(sid, request.round).set(asked)
-        metrics.ROUNDS.labels(sid, request.round).inc()
+        self.pub.watch.on_round(stream, request.round, asked)
         self._report_population(stream, mech)
         log.info("asked stream=%s slot=%d round=%s users=%d", sid, slot, request.round, asked)
 
@@ -372,16 +370,10 @@ class LocalDriver:
         self._report_population(stream, mech)
 
     def _report_population(self, stream: StreamConfig, mech: RoundDriven) -> None:
-        """``dpstream_users_available`` / ``_used`` from the population ledger (public: it
-        follows from the collection requests)."""
+        """Tell the listeners the population ledger (public: it follows from the collection
+        requests)."""
         available = mech.available_users()
-        if available is None:
-            return
-        metrics.USERS_AVAILABLE.labels(stream.id).set(available)
-        metrics.USERS_USED.labels(stream.id).set(stream.users - available)
-        use = mech.level_use()
-        if use is not None:
-            for level, n, a in zip(stream.levels, use.users, use.available, strict=True):
-                metrics.LEVEL_USERS.labels(stream.id, level.name).set(n)
-                metrics.LEVEL_USERS_AVAILABLE.labels(stream.id, level.name).set(a)
-            metrics.LEVEL_USERS.labels(stream.id, "(changing)").set(use.sitting_out)
+        if available is not None:
+            use = mech.level_use()
+            users = mech.users
+            self.pub.watch.on_population(stream, users, available, use)

@@ -5,7 +5,7 @@ public to the server), because a collection request must say which budget each c
 uses (:attr:`~app.dp.local.wire.CollectionRequest.levels`) and the population ledger checks every
 user's own window. A local stream's users are the indices ``0 .. users-1``, so a ``preferences``
 record counts for it when its key is one of them in decimal (``"17"``); other keys belong to
-central streams and are skipped. The rule is central mode's (:mod:`app.stream.collect.preferences`):
+central streams and are skipped. The rule is central mode's, the core's (:mod:`app.dp.levels`):
 
 * a record changes the user's level from the slot after its Kafka timestamp, and never before
   the slot being opened when it is read (``floor``: the previous slot's start): a request
@@ -59,8 +59,8 @@ import numpy as np
 import numpy.typing as npt
 
 from app import metrics
+from app.dp.levels import Change, History, HistoryError, LevelHistories
 from app.dp.local.wire import SITS_OUT
-from app.stream.collect.preferences import Change, History, LevelsError, Preferences
 from app.stream.config import Settings, StreamConfig
 from app.stream.internal import StateError
 from app.stream.records import decode_preference
@@ -83,7 +83,7 @@ SETTLED_AT = -1e12
 """The time of the change a settled user's history starts from when it changes again: long
 before any slot, so that change's own gap is over in every slot the book is asked about."""
 
-BOOK_ERRORS = (LevelsError, zlib.error, ValueError, TypeError, AttributeError)
+BOOK_ERRORS = (HistoryError, zlib.error, ValueError, TypeError, AttributeError)
 """What reading a stored book that is not one raises (garbage in the ledger's changelog)."""
 
 ReadPreferences = Callable[[dict[int, int]], Awaitable[list[PreferenceRecord]]]
@@ -95,7 +95,7 @@ class LevelBook:
 
     def __init__(self, users: int, names: Iterable[str] = ()) -> None:
         self.users = users
-        self.preferences = Preferences(names)
+        self.preferences = LevelHistories(names)
         self.offsets: dict[int, int] = {}
         """Per ``preferences`` partition, the next offset to apply."""
         self.settled: npt.NDArray[np.uint8] | None = None

@@ -19,10 +19,9 @@ Both drivers (:mod:`~app.stream.release.central`, :mod:`~app.stream.release.loca
 5. **Mark**: it sets ``published = True``.
 6. **Commit**: Faust commits the ``partials`` offsets afterwards (at least once).
 
-Then the publisher notifies its listeners (:class:`ReleaseListener`): the Prometheus figures
-(:class:`~app.stream.ops.release_metrics.ReleaseMetrics`, always there) and the worker's status
-board (:class:`~app.stream.ops.status.StatusBoard`). Listeners only observe: nothing they do
-feeds back into the protocol.
+Then the publisher notifies its listeners (:class:`ReleaseListener`, the drivers too through
+:attr:`Publisher.watch`): the worker registers the operations wing's Prometheus figures and
+status board. Listeners only observe: nothing they do feeds back into the protocol.
 
 After a crash anywhere above, the restarted driver finds either the old entry (steps 1-2 not
 done: it recomputes from the same inputs and key, hence the same histograms; only
@@ -36,17 +35,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from app.dp.errors import StateMismatchError
+from app.dp.interfaces import LevelUse
 from app.dp.mechanism import Mechanism
 from app.dp.noise import keyed_rng
 from app.dp.types import Release, WindowSpend
 from app.stream.config import Settings, StreamConfig
 from app.stream.errors import ConfigError
-from app.stream.ops.release_metrics import ReleaseMetrics
 from app.stream.records import encode_release
 from app.stream.release import faults
 from app.stream.release.entry import LedgerEntry
@@ -58,8 +57,15 @@ Produce = Callable[[str, bytes, bytes], Awaitable[None]]
 Persist = Callable[[], Awaitable[None]]
 
 
-class ReleaseListener(Protocol):
-    """What the publisher tells observers (metrics, the status board)."""
+class ReleaseListener:
+    """What the release stage tells its observers: the operations wing's metrics and status
+    board, registered at wiring time (:mod:`app.stream.worker`).
+
+    Every method does nothing here; a listener overrides what it watches. Listeners only
+    observe: nothing they do feeds back into the protocol, and the release wing never imports
+    what listens. Every figure passed is public (it follows from the releases, the requests and
+    the configuration) or an operator's (times), never a count of the data.
+    """
 
     def on_release(self, stream: StreamConfig, released: Sequence[tuple[int, Release]]) -> None:
         """Releases of ``stream`` were published and marked (steps 4-5)."""
@@ -69,6 +75,93 @@ class ReleaseListener(Protocol):
     ) -> None:
         """The stream's ledger was reported: its window budget after the published
         ``records`` (``releases`` values; none at start or before a period's end)."""
+
+    def on_last_slot(self, stream: StreamConfig, slot: int) -> None:
+        """The last slot the stream's ledger says was released."""
+
+    def on_step(self, stream: StreamConfig, seconds: float, close_lag_s: float | None) -> None:
+        """A central slot was stepped in ``seconds``; ``close_lag_s``: how long after its due
+        time (wall-clock streams; None on ``clock: event``)."""
+
+    def on_progress(self, stream: StreamConfig, watermark: float) -> None:
+        """Every partition of a central stream reported progress; the least of them."""
+
+    def on_late(self, stream: StreamConfig, slot: int) -> None:
+        """A partial for the released ``slot`` was dropped, discarding values (late data)."""
+
+    def on_forced(self, stream: StreamConfig, slot: int, missing: Sequence[int]) -> None:
+        """``slot`` was closed without the ``missing`` partitions (a timeout)."""
+
+    def on_round(self, stream: StreamConfig, round_name: str, asked: int) -> None:
+        """A local stream's collection request was acknowledged: ``asked`` users."""
+
+    def on_population(
+        self, stream: StreamConfig, users: int, available: int, use: LevelUse | None
+    ) -> None:
+        """A population-division stream's ledger: of its registered ``users``, those who may
+        report now, and per level."""
+
+    def on_refused(self, stream: StreamConfig) -> None:
+        """The stream's mechanism refused a step (its own check)."""
+
+    def on_message_refused(self, stream: str, reason: str) -> None:
+        """The guard refused an internal message of ``stream`` ("" when it did not decode)."""
+
+
+class Listeners(ReleaseListener):
+    """Every registered listener as one (the publisher's :attr:`Publisher.watch`): what the
+    publisher and the drivers tell, told to each in the order registered."""
+
+    def __init__(self, listeners: Sequence[ReleaseListener] = ()) -> None:
+        self.each = tuple(listeners)
+
+    def on_release(self, stream: StreamConfig, released: Sequence[tuple[int, Release]]) -> None:
+        for listener in self.each:
+            listener.on_release(stream, released)
+
+    def on_report(
+        self, stream: StreamConfig, window: Sequence[WindowSpend], records: Sequence[bytes]
+    ) -> None:
+        for listener in self.each:
+            listener.on_report(stream, window, records)
+
+    def on_last_slot(self, stream: StreamConfig, slot: int) -> None:
+        for listener in self.each:
+            listener.on_last_slot(stream, slot)
+
+    def on_step(self, stream: StreamConfig, seconds: float, close_lag_s: float | None) -> None:
+        for listener in self.each:
+            listener.on_step(stream, seconds, close_lag_s)
+
+    def on_progress(self, stream: StreamConfig, watermark: float) -> None:
+        for listener in self.each:
+            listener.on_progress(stream, watermark)
+
+    def on_late(self, stream: StreamConfig, slot: int) -> None:
+        for listener in self.each:
+            listener.on_late(stream, slot)
+
+    def on_forced(self, stream: StreamConfig, slot: int, missing: Sequence[int]) -> None:
+        for listener in self.each:
+            listener.on_forced(stream, slot, missing)
+
+    def on_round(self, stream: StreamConfig, round_name: str, asked: int) -> None:
+        for listener in self.each:
+            listener.on_round(stream, round_name, asked)
+
+    def on_population(
+        self, stream: StreamConfig, users: int, available: int, use: LevelUse | None
+    ) -> None:
+        for listener in self.each:
+            listener.on_population(stream, users, available, use)
+
+    def on_refused(self, stream: StreamConfig) -> None:
+        for listener in self.each:
+            listener.on_refused(stream)
+
+    def on_message_refused(self, stream: str, reason: str) -> None:
+        for listener in self.each:
+            listener.on_message_refused(stream, reason)
 
 
 class StateMismatch(ConfigError):
@@ -108,8 +201,8 @@ class Publisher:
         listeners: Sequence[ReleaseListener] = (),
     ) -> None:
         self.topics = topics
-        self.metrics = ReleaseMetrics()
-        self.listeners: tuple[ReleaseListener, ...] = (self.metrics, *listeners)
+        self.watch = Listeners(listeners)
+        """The listeners as one: the drivers tell them through it too."""
         self.ledger = ledger
         self.produce = produce
         self.persist = persist
@@ -222,8 +315,7 @@ class Publisher:
                 rel.status,
                 rel_slot < slot,
             )
-        for listener in self.listeners:
-            listener.on_release(stream, releases)
+        self.watch.on_release(stream, releases)
         self.report(stream, mech, entry)
         return entry
 
@@ -244,14 +336,13 @@ class Publisher:
     def _topic(self, role: str) -> str:
         return self.topics.name(role)
 
-    # -- gauges -------------------------------------------------------------------------------
+    # -- listeners ----------------------------------------------------------------------------
     def report(self, stream: StreamConfig, mech: Mechanism, entry: LedgerEntry) -> None:
         """Tell the listeners the stream's window budget and its published records (at start
         and after a release)."""
         self._reported.add(stream.id)
         if entry.recent:  # a period mechanism has stepped past slots it has not released yet
-            self.metrics.on_last_slot(stream, int(entry.recent[-1][0]))
+            self.watch.on_last_slot(stream, int(entry.recent[-1][0]))
         window = mech.window_report()
         published = [v for role, v in entry.outbox if role == "releases" and entry.published]
-        for listener in self.listeners:
-            listener.on_report(stream, window, published)
+        self.watch.on_report(stream, window, published)

@@ -1,8 +1,8 @@
-"""``app.bench.recovery.recovery_times``: when releases count as back after a kill."""
+"""``app.tools.capacity.recovery.recovery_times``: when releases count as back after a kill."""
 
 from __future__ import annotations
 
-from app.bench.recovery import BACK_WITHIN_SLOTS, recovery_times
+from app.tools.capacity.recovery import BACK_WITHIN_SLOTS, recovery_times
 
 
 def test_a_release_before_the_kill_or_too_late_for_its_slot_does_not_count():

@@ -1,8 +1,8 @@
-"""Measure ``/readyz`` under real overload (issue 23, item 5): does it answer within 1 s, and
-are its reasons true?
+"""``dpstream capacity overload``: ``/readyz`` under real overload (issue 23, item 5): does it
+answer within 1 s, and are its reasons true?
 
-Usage: ``.venv/bin/python scripts/readyz_overload.py [--seconds 60] [--producers 2]
-[--poll-s 0.1] [--json out.json]``
+Usage: ``dpstream capacity overload [--seconds 60] [--producers 2] [--poll-s 0.1]
+[--json out.json]``
 
 1. An embedded broker (Tansu), fresh topics, one ``dpstream worker`` (one central stream, 1 s
    slots, PBA, two levels) with the exact event counter on (synthetic data); wait until ready.
@@ -36,9 +36,6 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
 BOUND_S = 1.0
 """The issue's bound on a ``/readyz`` answer."""
 USERS = 50_000
@@ -58,10 +55,10 @@ STREAMS = """streams:
 
 def produce_for(bootstrap: str, topic: str, seconds: float, first: int, seed: int) -> int:
     """Produce wall-clock-stamped events as fast as possible for ``seconds``; how many."""
-    import msgpack
     from confluent_kafka import Producer
 
     from app.stream.collect.partitioning import PRODUCER_CONFIG
+    from app.wire import events
 
     producer = Producer(
         {
@@ -74,16 +71,16 @@ def produce_for(bootstrap: str, topic: str, seconds: float, first: int, seed: in
     )
     names = [f"u{(first + i) % USERS}" for i in range(USERS)]
     keys = [n.encode() for n in names]
-    packb, produce, poll = msgpack.packb, producer.produce, producer.poll
+    encode, produce, poll = events.encode, producer.produce, producer.poll
     end, sent, value = time.monotonic() + seconds, 0, seed % 10
     while time.monotonic() < end:
         ts = time.time()
         for _ in range(1000):
             j = sent % USERS
-            event = {"stream": "load", "user": names[j], "ts": ts, "value": value}
+            event = events.Event("load", names[j], ts, value)
             while True:
                 try:
-                    produce(topic, key=keys[j], value=packb(event))
+                    produce(topic, key=keys[j], value=encode(event))
                     break
                 except BufferError:
                     poll(0.05)
@@ -152,14 +149,9 @@ def summary(answers: list[tuple[float, int, str]]) -> dict[str, object]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--producers", type=int, default=2)
-    parser.add_argument("--poll-s", type=float, default=0.1)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args(argv)
-
+def run_overload(args: argparse.Namespace) -> int:
+    """Run the measure (options: see :mod:`app.tools.capacity.cli`); 0 if every answer came
+    within :data:`BOUND_S`."""
     from app.stream.broker import EmbeddedBroker, free_port
     from app.stream.topics import create_topics, load_topics
 
@@ -190,7 +182,6 @@ def main(argv: list[str] | None = None) -> int:
         log = open(work / "worker.log", "wb")  # noqa: SIM115 - closed with the process
         worker = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", "app.stream", "worker"],
-            cwd=REPO,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -234,14 +225,14 @@ def main(argv: list[str] | None = None) -> int:
         produce_s = time.monotonic() - started
         poller.stop.set()
         poller.join()
-        counted = lags[-1][2] if lags else None
+        total: float | None = lags[-1][2] if lags else None
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         out = {
             "machine": f"{os.cpu_count()} cores, load average {load}",
             "seconds": round(produce_s, 1),
             "produced": produced,
             "produced_per_s": round(produced / produce_s),
-            "counted_per_s": None if counted is None else round(counted / produce_s),
+            "counted_per_s": None if total is None else round(total / produce_s),
             "lag_seconds_every_5s": [(t, lag) for t, lag, _ in lags],
             "idle": summary(idle.answers),
             "overload": summary(poller.answers),
@@ -260,7 +251,3 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 worker.kill()
         broker.stop()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
-"""``dpstream bench recovery``: how fast releases come back after a ``kill -9`` of the worker.
+"""``dpstream capacity recovery``: how fast releases come back after a ``kill -9`` of the worker.
 
 Method (one broker: ``--broker``, else an embedded Tansu; the bench stream of
-:mod:`app.bench.throughput`):
+:mod:`app.tools.capacity.throughput`):
 
 1. Start the only worker (session timeout 6 s) and wait until it is ready; a consumer reads
    ``releases`` from the start and notes when each slot's release arrives.
@@ -31,7 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from app.bench.throughput import (
+from app.stream.broker import EmbeddedBroker
+from app.stream.topics import TOPICS_DIR, create_topics, load_topics
+from app.tools.capacity.fleet import (
     GRACE_S,
     SESSION_TIMEOUT_S,
     ReleaseWatch,
@@ -43,8 +45,6 @@ from app.bench.throughput import (
     wait_ready,
     worker_env,
 )
-from app.stream.broker import EmbeddedBroker
-from app.stream.topics import TOPICS_DIR, create_topics, load_topics
 
 BACK_WITHIN_SLOTS = 2
 """A worker has recovered once a release arrives at most this many slots after its due time."""
