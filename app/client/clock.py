@@ -50,6 +50,7 @@ from typing import Any
 
 from app.client.errors import ReportRefusedError
 from app.dp.errors import ParameterError
+from app.wire.requests import RequestRecord
 
 DEFAULT_TOLERANCE_S = 2.0
 """How far the device's clock may disagree with the service's (seconds), when the device is
@@ -80,14 +81,10 @@ class When:
     now: float
 
     @classmethod
-    def on_wire(cls, value: Mapping[str, Any], now: float) -> When:
-        """From a decoded ``collection-requests`` value; a missing or non-numeric time is None."""
-
-        def number(key: str) -> float | None:
-            x = value.get(key)
-            return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
-
-        return cls(number("start"), number("end"), now)
+    def on_wire(cls, record: RequestRecord, now: float) -> When:
+        """From a decoded ``collection-requests`` value (:func:`app.wire.requests.decode`; a
+        missing or non-numeric time is None)."""
+        return cls(record.start, record.end, now)
 
     @classmethod
     def offline(cls, slot: int, slot_s: float = 1.0) -> When:

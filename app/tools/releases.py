@@ -28,12 +28,14 @@ import sys
 import time
 from typing import Any
 
-from app.client.releases import NewerSchemaError, ReleaseReader, SlotRelease, guarantee_text
+from app.client.releases import ReleaseReader, guarantee_text
 from app.stream.cli import match_config
 from app.stream.config import load_settings
 from app.stream.errors import ServiceError
 from app.stream.kafka import confluent_config, probe, probe_timeout_s
 from app.stream.topics import load_topics
+from app.wire.errors import NewerSchemaError
+from app.wire.releases import SlotRelease
 
 EXIT_CONFIG = 2
 EXIT_SCHEMA = 1

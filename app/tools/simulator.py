@@ -41,15 +41,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-import msgpack
 import numpy as np
 import numpy.typing as npt
 
 from app.client.clock import When
 from app.client.device import Enrollment
 from app.client.fleet import Answer, Fleet
-from app.dp.local.wire import CollectionRequest, mask_users
+from app.dp.local.wire import mask_users
 from app.stream.collect.partitioning import PRODUCER_CONFIG
+from app.wire import preferences, reports, requests
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +285,7 @@ def choose_levels(producer: Any, topic: str, stream: Any, fleet: Fleet) -> int:
             producer.produce(
                 topic,
                 key=str(device.enrollment.user).encode(),
-                value=msgpack.packb({"level": level}),
+                value=preferences.encode(preferences.Preference(level)),
             )
             sent += 1
     producer.flush(30)
@@ -350,31 +350,30 @@ def run_devices(
             msg = consumer.poll(0.1)
             if msg is None or msg.error() or msg.value() is None:
                 continue
-            req = msgpack.unpackb(msg.value() or b"", raw=False)
+            req = requests.decode(msg.value())
             received = time.time()  # the devices' own clock
-            if req.get("stream") != stream.id:
+            if req.stream != stream.id:
                 continue
-            deadline = float(req["deadline"])
-            if received > deadline:
+            if received > req.deadline:
                 stats.expired += 1
                 if watch is not None:
-                    late = CollectionRequest.from_dict(req["request"])
+                    late = req.request
                     asked = int(mask_users(late, devices).sum())
-                    watch.record(stream, int(req["slot"]), values.at(late.slot), asked, asked)
+                    watch.record(stream, req.slot, values.at(late.slot), asked, asked)
                 continue
             if msg.value() in answered:
                 stats.duplicates += 1  # re-sent after a service restart: answered already
                 continue
             answered.add(msg.value() or b"")
-            request = CollectionRequest.from_dict(req["request"])
+            request = req.request
             stats.requests += 1
             truth = values.at(request.slot)
             answer = fleet.respond(request, truth, rng, When.on_wire(req, received))
             for report in answer.reports:
-                body = report.to_dict()
-                body["stream"] = stream.id
                 producer.produce(
-                    reports_topic, key=str(report.user).encode(), value=msgpack.packb(body)
+                    reports_topic,
+                    key=str(report.user).encode(),
+                    value=reports.encode(report.record(stream.id)),
                 )
             producer.flush(30)
             if watch is not None:
@@ -382,10 +381,10 @@ def run_devices(
                 sent = len(answer.reports)
                 watch.record(
                     stream,
-                    int(req["slot"]),
+                    req.slot,
                     truth,
                     sent + refused + answer.no_value,
-                    sent if time.time() > deadline else 0,
+                    sent if time.time() > req.deadline else 0,
                     refused,
                     _window_spent(fleet, answer, request.slot),
                 )

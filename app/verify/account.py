@@ -1,9 +1,11 @@
 """The central accountant: recompute, user by user, where each value had to count, and judge.
 
-Pure: it works on a :class:`~app.verify.read.Snapshot` (decoded here with the public wire
-codecs of :mod:`app.stream.records`) and a stream's configuration, so ``tests/verify`` plants
-defects on hand-built topic contents without a broker. The rules come from
-:mod:`app.verify.rules`, never from the worker's classes.
+Pure: it works on a :class:`~app.verify.read.Snapshot` (decoded here with the public wire,
+:mod:`app.wire`: the events by the same rules as the worker, the service's records as plain
+maps whose fields this module reads for itself, so a record the worker's own types would
+misread is still judged) and a stream's configuration, so ``tests/verify`` plants defects on
+hand-built topic contents without a broker. The rules come from :mod:`app.verify.rules`,
+never from the worker's classes.
 
 Steps (:func:`account_central`):
 
@@ -50,9 +52,7 @@ import numpy.typing as npt
 from app.dp.units import relation_factor
 from app.stream.collect.partitioning import partition_for
 from app.stream.config import StreamConfig
-from app.stream.errors import BadEvent
 from app.stream.internal import InternalError, Partial, decode
-from app.stream.records import Domain, decode_event, unpack
 from app.verify.early import check_early
 from app.verify.levels import (
     Records,
@@ -67,6 +67,9 @@ from app.verify.rules import Level, groups_of
 from app.verify.units import UserSpend
 from app.verify.verdict import LevelSpend, Verdict, Violation
 from app.verify.windows import Rows, two_groups, worst_windows
+from app.wire import events
+from app.wire.codec import read_map
+from app.wire.errors import BadRecordError
 
 LEVEL_LAG_S = 10.0
 """A preference must be in the levels history once a partial was sent this many seconds (plus
@@ -158,12 +161,9 @@ def record(m: Msg, topic: str) -> dict[str, Any]:
     """The msgpack map of a record the release agent wrote; :class:`RecordError` if it is not
     one (nothing but the release agent writes these topics: garbage there is not judged)."""
     try:
-        rec = unpack(m.value or b"")
-    except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types
+        return read_map(m.value, topic)
+    except BadRecordError as exc:
         raise malformed(m, topic, exc) from None
-    if not isinstance(rec, dict):
-        raise malformed(m, topic, "not a map")
-    return rec
 
 
 def malformed(m: Msg, topic: str, why: object) -> RecordError:
@@ -195,24 +195,22 @@ def values(
 ) -> Values:
     """Step 3 of the module docstring (``partials``: the first partial per ``(slot,
     partition)``, whose Kafka time picks the level record in force for the slot)."""
-    domains = {stream.id: Domain.of(stream)}
+    domains = {stream.id: events.Domain.of(stream)}
     seen: dict[str, tuple[bytes, int, int]] = {}  # per user: key, partition (hashed once), index
     cols: list[tuple[int, float, int, float, int, float]] = []
-    for m in snap.events:
-        try:
-            _, name, ts, raw = decode_event(m.value, domains)
-        except BadEvent:
+    batch = events.decode_batch([m.value for m in snap.events], domains)
+    stamps, amounts, alpha = batch.ts.tolist(), batch.amounts.tolist(), float(stream.alpha or 0)
+    for i, m in enumerate(snap.events):
+        if batch.codes[i]:
             continue
+        name, ts, idx = batch.users[i], stamps[i], batch.values[i]
         known = seen.get(name)
         if known is None:
             key = name.encode()
             known = seen[name] = (key, partition_for(key, snap.input_partitions), len(seen))
         if m.key != known[0] or m.partition != known[1]:
             continue
-        if isinstance(raw, tuple):  # a sum stream: (index, amount), clipped to alpha
-            idx, weight = raw[0], min(raw[1], float(stream.alpha or 0.0))
-        else:
-            idx, weight = raw, 1.0
+        weight = min(amounts[i], alpha) if stream.alpha is not None else 1.0  # clipped
         cols.append((known[2], ts, idx, weight, m.partition, m.timestamp_ms / 1000))
     arr = np.asarray(cols, dtype=np.float64).reshape(-1, 6)
     user = arr[:, 0].astype(np.int64)

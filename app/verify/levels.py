@@ -35,10 +35,11 @@ import numpy as np
 import numpy.typing as npt
 
 from app.stream.collect.partitioning import partition_for
-from app.stream.records import decode_preference, unpack
+from app.stream.records import unpack
 from app.verify.read import Msg, RecordError
 from app.verify.rules import History
 from app.verify.verdict import Verdict, Violation
+from app.wire import preferences
 
 OFFSET_PREFIX = b"\x00"
 """``levels`` keys starting with this byte are offset markers, not users."""
@@ -179,7 +180,7 @@ def check_preferences(
         at = m.timestamp_ms / 1000
         if not _read_in_time(at, m, marks):
             continue
-        asked[m.key.decode("utf-8", "replace")].append((at, decode_preference(m.value)))
+        asked[m.key.decode("utf-8", "replace")].append((at, preferences.decode(m.value).level))
     for user, wants in asked.items():
         h = hist.get(user, History(()))
         p = partition_for(user.encode(), partitions)

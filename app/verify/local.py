@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.dp.local.wire import ROUNDS
 from app.stream.config import StreamConfig
-from app.stream.errors import BadEvent
-from app.stream.records import decode_report
 from app.verify.account import check_releases, levels_of, malformed, records_of
 from app.verify.read import Snapshot
 from app.verify.verdict import LevelSpend, Verdict, Violation
 from app.verify.windows import Rows, two_groups, worst_windows
-
-ROUNDS = ("dissimilarity", "publication")
+from app.wire import reports
+from app.wire.errors import BadEvent
+from app.wire.reports import ROUND_INDEX
 
 
 def request_eps(stream: StreamConfig, snap: Snapshot) -> dict[tuple[int, int], list[float]]:
@@ -42,7 +42,7 @@ def request_eps(stream: StreamConfig, snap: Snapshot) -> dict[tuple[int, int], l
             req = rec.get("request") or {}
             if req.get("round") not in ROUNDS:
                 continue
-            key = (int(req["slot"]), ROUNDS.index(req["round"]))
+            key = (int(req["slot"]), ROUND_INDEX[req["round"]])
             eps = [float(e) for e in req.get("eps", [])]
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise malformed(m, "collection-requests", exc) from None
@@ -60,11 +60,13 @@ def account_local(stream: StreamConfig, snap: Snapshot) -> Verdict:
     rows: list[tuple[int, int, int, float]] = []
     for m in snap.events:
         try:
-            sid, slot, rnd, user, group, _ = decode_report(m.value)
+            report = reports.decode(m.value)
         except BadEvent:
             continue
-        if sid != stream.id or m.value is None:
+        if report.stream != stream.id or m.value is None:
             continue
+        slot, rnd = report.slot, ROUND_INDEX[report.round]
+        user, group = report.user, report.group
         key = (user, slot, rnd, m.value)
         if key in seen:
             continue

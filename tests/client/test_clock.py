@@ -15,6 +15,7 @@ import pytest
 from app.client import ClockRefusedError, Device, Enrollment, When
 from app.client.fleet import Fleet
 from app.dp.local.wire import CollectionRequest
+from app.wire import requests
 
 SLOT_S = 60.0
 T0 = 1_700_000_040.0  # the wall-clock start of service slot 7 (a multiple of SLOT_S)
@@ -25,6 +26,14 @@ def full_request(slot: int, device: Device) -> CollectionRequest:
     return CollectionRequest(
         "lpu", slot, "publication", 2, 8, None, ("grr",), (1.0,), (device.ledger.budget.total,)
     )
+
+
+def on_wire(start: float | None, end: float | None) -> requests.RequestRecord:
+    """A ``collection-requests`` value stating the slot ``[start, end)`` (None: no time), as
+    a device decodes it."""
+    d = Device(Enrollment(user=0, w=2, eps=1.0, slot_s=SLOT_S, origin_s=0.0))
+    sent = requests.RequestRecord("loc", 7, start, end, T0 + 10, 8, full_request(7, d))
+    return requests.decode(requests.encode(sent))
 
 
 def stated(slot: int, now: float, shift: float = 0.0) -> When:
@@ -78,7 +87,7 @@ def test_stated_times_that_advance_but_not_on_the_device_clock_are_refused():
 
 def test_a_request_without_a_wall_clock_slot_is_refused_and_spends_nothing():
     d = device()
-    bare = When.on_wire({"stream": "loc", "slot": 7, "deadline": T0 + 10}, now=T0)
+    bare = When.on_wire(on_wire(None, None), now=T0)
     assert bare.start is None
     with pytest.raises(ClockRefusedError, match="no wall-clock slot"):
         d.respond(full_request(7, d), 1, np.random.default_rng(0), bare)
@@ -87,9 +96,9 @@ def test_a_request_without_a_wall_clock_slot_is_refused_and_spends_nothing():
 
 def test_the_wire_value_gives_the_slot_and_its_length_is_checked():
     d = device()
-    wire = {"stream": "loc", "slot": 28_333_334, "start": T0, "end": T0 + SLOT_S}
+    wire = on_wire(T0, T0 + SLOT_S)
     assert When.on_wire(wire, now=T0 + 1) == When(T0, T0 + SLOT_S, T0 + 1)
-    short = When.on_wire({**wire, "end": T0 + 1.0}, now=T0 + 0.5)
+    short = When.on_wire(on_wire(T0, T0 + 1.0), now=T0 + 0.5)
     with pytest.raises(ClockRefusedError, match="lasts 1 s, the stream's slots last 60 s"):
         d.respond(full_request(7, d), 1, np.random.default_rng(0), short)
 

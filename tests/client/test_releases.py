@@ -18,9 +18,9 @@ from app.client.releases import (
 )
 from app.stream.config import load_settings
 from app.stream.internal import Partial, Tick
-from app.stream.records import RELEASE_SCHEMA
 from app.stream.release import Releaser
 from app.stream.topics import load_topics
+from app.wire.releases import VERSION as RELEASE_SCHEMA
 from tests.stream.agent import sized_topics
 
 YAML = """

@@ -1,6 +1,6 @@
 """Issue 31 §1 and §6: both ingest paths, fed hostile records among honest ones.
 
-The fast path (:meth:`Collector._add_batch_fast`) and the reference path
+The fast path (:meth:`Collector._count_fast`) and the reference path
 (:meth:`Collector.add_batch_reference`) must never raise, must refuse the same records with the
 same reasons, must leave the same state, and must give every record exactly one outcome: the
 outcomes counted plus the records refused equal the records given. The same holds for the
@@ -85,7 +85,7 @@ def _pair(tmp_path_factory) -> tuple[Collector, Collector]:
         c.partitions[0].caught_up = True
         out.append(c)
     fast, reference = out
-    reference._add_batch_fast = lambda *_: False  # type: ignore[method-assign]
+    reference._count_fast = lambda *_: False  # type: ignore[method-assign]
     return fast, reference
 
 
@@ -192,7 +192,7 @@ def test_reports_are_counted_or_refused_one_outcome_each(tmp_path_factory, batch
     c.partitions[0] = True
     mech = LPU(users=40, d=2, w=3, eps=1.0, oracle="grr")
     req = mech.open_slot(np.random.default_rng(5))
-    c.add_request(encode_request(streams["loc"], req.slot, NOW, req.to_dict()))
+    c.add_request(encode_request(streams["loc"], req.slot, NOW, req))
     recs = [report_rec(i, raw) for i, raw in enumerate(batch)]
     bad = c.add_batch(0, recs)
     assert all(e.reason in REASONS for e, _ in bad)

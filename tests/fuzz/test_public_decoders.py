@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from app.dp.local.wire import CollectionRequest
 from app.stream.errors import BadEvent
-from app.stream.records import REASONS, Domain, decode_event, decode_preference, decode_report
+from app.stream.records import REASONS, Domain, decode_preference, decode_report
 from tests.fuzz.hostile import NOT_UTF8, pack, records, values
+from tests.wire.shapes import decode_event
 
 DOMAINS = {
     "c": Domain(3, {"a": 0, "b": 1, "c": 2}),

@@ -56,7 +56,7 @@ def _pair(tmp_path_factory) -> tuple[Collector, Collector]:
         c.partitions[0].caught_up = True
         out.append(c)
     fast, reference = out
-    reference._add_batch_fast = lambda *_: False  # type: ignore[method-assign]
+    reference._count_fast = lambda *_: False  # type: ignore[method-assign]
     return fast, reference
 
 
@@ -116,7 +116,7 @@ def test_one_stream_batches_take_the_fast_path(tmp_path_factory) -> None:
     user = MINE[0]
     raw = msgpack.packb({"stream": "s", "user": user, "ts": NOW - 3, "value": "b"})
     records = [Record(i, user.encode(), raw) for i in range(3)]
-    assert fast._add_batch_fast(0, records, NOW)
+    assert fast._count_fast(0, records, fast.check(0, records, NOW), NOW)
     assert fast.outcomes == {("s", "accepted"): 1, ("s", "duplicate"): 2}
     held = fast.partitions[0].buckets[("s", 99)]
     assert (len(held), held.find([user])) == (1, [1])

@@ -14,7 +14,8 @@ import msgpack
 from app.stream.collect.events import Collector
 from app.stream.collect.policy import dead_letter_policy
 from app.stream.config import load_streams
-from app.stream.records import MAX_EVENT_BYTES, TOO_LARGE_KEEP_BYTES
+from app.wire.dead_letters import TOO_LARGE_KEEP_BYTES
+from app.wire.events import MAX_BYTES as MAX_EVENT_BYTES
 
 YAML = """
 streams:

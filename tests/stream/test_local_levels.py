@@ -34,6 +34,7 @@ from app.stream.config import load_settings
 from app.stream.internal import PartitionTally, Tick
 from app.stream.ops.release_metrics import ReleaseMetrics
 from app.stream.release.local_levels import LevelBook, PreferenceRecord
+from app.wire import reports
 from tests.stream.agent import Clock, sized_topics
 from tests.stream.conftest import report_rec
 
@@ -209,8 +210,7 @@ class Pipeline:
         self.collector.add_request(raw)
         recs = []
         for i, rep in enumerate(answer.reports):
-            body = {**rep.to_dict(), "stream": "pl"}
-            recs.append(report_rec(i, msgpack.packb(body)))
+            recs.append(report_rec(i, reports.encode(rep.record("pl"))))
             units = request.units[rep.group]
             self.spent[rep.user].append((request.slot, rep.group, units))
         self.reports += len(recs)

@@ -9,16 +9,15 @@ import msgpack
 import numpy as np
 import pytest
 
+from app.dp.local.wire import CollectionRequest
 from app.dp.types import Release, WindowSpend
 from app.stream import records
 from app.stream.errors import BadEvent
 from app.stream.internal import Partial, PartitionTally, Tick
 from app.stream.records import (
-    MAX_DEAD_LETTER_BYTES,
     REASONS,
     RECENT,
     Domain,
-    decode_event,
     decode_preference,
     decode_report,
     encode_dead_letter,
@@ -26,6 +25,8 @@ from app.stream.records import (
     encode_request,
     unpack,
 )
+from app.wire.dead_letters import MAX_VALUE_BYTES as MAX_DEAD_LETTER_BYTES
+from tests.wire.shapes import decode_event
 
 
 @pytest.fixture
@@ -169,7 +170,7 @@ def two_levels(load_configs, central_stream):
 def test_a_release_names_levels_and_the_slot_bounds(two_levels):
     window = [WindowSpend(4, 1.0, Fraction(3, 4)), WindowSpend(2, 2.0, Fraction(1, 2))]
     record, audit, recent = encode_release(
-        two_levels, 12, release(12), "describe", window, [], extra=1
+        two_levels, 12, release(12), "describe", window, [], users_dc=9, users_pub=8
     )
     rec = unpack(record)
     expected = {
@@ -193,8 +194,20 @@ def test_a_release_names_levels_and_the_slot_bounds(two_levels):
     assert au["eps_by_group"] == {"strict": 1.0, "loose": 2.0}
     assert au["w_by_group"] == {"strict": 4, "loose": 2}
     assert au["spent_dc_by_group"] == {"strict": 0.05, "loose": 0.1}
-    assert au["extra"] == 1
+    assert au["users_dc"] == 9 and au["users_pub"] == 8
     assert recent == [[12, True, "publish", {"strict": 0.25, "loose": 0.5}]]
+    # The order of the fields is part of the bytes on the topics (docs/wire.md): pinned.
+    assert list(rec) == [
+        *("stream", "slot", "start", "end", "histogram", "fresh", "mechanism"),
+        *("spent_by_group", "version", "schema", "released_at", "delayed", "guarantee"),
+    ]
+    assert list(au) == [
+        *("stream", "slot", "mechanism", "describe", "neighbours", "noise", "deployment"),
+        *("status", "fresh", "released_at", "delayed", "weaker_guarantee", "privacy_unit"),
+        *("spent_by_group", "spent_dc_by_group", "spent_pub_by_group", "window_spent_by_group"),
+        *("window_spent_exact_by_group", "eps_by_group", "w_by_group", "users_dc", "users_pub"),
+        "spent_exact_by_group",
+    ]
 
 
 def test_the_recent_list_keeps_the_last_releases_only(two_levels):
@@ -216,7 +229,8 @@ def test_a_release_needs_one_window_per_level(two_levels):
 
 def test_a_request_carries_the_slot_bounds_and_users(load_configs, local_stream):
     (stream,) = load_configs(local_stream())
-    out = unpack(encode_request(stream, 7, 75.5, {"round": "publication"}))
+    request = CollectionRequest("lpu", 3, "publication", 2, 4, None, ("grr",), (1.0,), (8,))
+    out = unpack(encode_request(stream, 7, 75.5, request))
     assert out == {
         "stream": "loc",
         "slot": 7,
@@ -224,7 +238,7 @@ def test_a_request_carries_the_slot_bounds_and_users(load_configs, local_stream)
         "end": 80.0,
         "deadline": 75.5,
         "users": 60,
-        "request": {"round": "publication"},
+        "request": request.to_dict(),
     }
 
 

@@ -57,7 +57,7 @@ def request(svc, deadline, seed=0):
     """The stream's first collection request, and its ``collection-requests`` value."""
     (stream,) = svc.settings.streams
     req = stream.build_mechanism().open_slot(np.random.default_rng(seed))
-    return req, encode_request(stream, 100, deadline, req.to_dict())
+    return req, encode_request(stream, 100, deadline, req)
 
 
 def report(req, user, value):

@@ -16,9 +16,10 @@ from app.stream.collect.events import Collector
 from app.stream.config import load_settings, load_streams
 from app.stream.errors import BadEvent, ConfigError
 from app.stream.internal import Partial, Tick
-from app.stream.records import REASONS, Domain, decode_event
+from app.stream.records import REASONS, Domain
 from app.stream.release import Releaser
 from tests.stream.agent import sized_topics
+from tests.wire.shapes import decode_event
 
 ALPHA = 50.0
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from app.dp.local import LBU, LPU
+from app.dp.local.wire import CollectionRequest
 from app.stream.collect.tally import ReportCollector
 from app.stream.records import encode_request
 from tests.stream.conftest import report_rec
@@ -32,7 +33,7 @@ def setup(load_configs, local_stream):
 
 def request_of(streams, mech, sid, wall_slot, deadline, rng):
     req = mech.open_slot(rng)
-    return req, encode_request(streams[sid], wall_slot, deadline, req.to_dict())
+    return req, encode_request(streams[sid], wall_slot, deadline, req)
 
 
 def report(sid, req, user, payload, group=0):
@@ -99,7 +100,7 @@ def test_population_division_drops_a_user_within_its_window(setup):
     mech.close_slot()
     # A (buggy or forged) request of the next slot that names the same user again.
     forged = dict(mech.open_slot(rng).to_dict(), cohort=req1.cohort)
-    c.add_request(encode_request(streams["loc"], 101, 15.0, forged))
+    c.add_request(encode_request(streams["loc"], 101, 15.0, CollectionRequest.from_dict(forged)))
     again = dict(msgpack.unpackb(report("loc", req1, user, [0])), slot=forged["slot"])
     c.add_batch(0, [report_rec(1, msgpack.packb(again))])
     assert c.take_outcomes()["loc", "window_used"] == 1

@@ -14,6 +14,7 @@ from typing import Any
 import msgpack
 import pytest
 
+from app.dp.local.wire import CollectionRequest
 from app.stream.collect.tally import ReportCollector
 from app.stream.records import encode_request
 from tests.stream.conftest import report_rec
@@ -45,7 +46,7 @@ def ask_everybody(stream: Any, m: Any, slot: int) -> bytes:
         "eps": list(m.report_eps),
         "units": list(m.report_units),
     }
-    return encode_request(stream, 1000 + slot, float(slot), request)
+    return encode_request(stream, 1000 + slot, float(slot), CollectionRequest.from_dict(request))
 
 
 def report(slot: int, user: int, group: int) -> bytes:

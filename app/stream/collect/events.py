@@ -57,25 +57,24 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import attrgetter, itemgetter
+from itertools import chain, repeat
+from operator import attrgetter, eq, ne
 from typing import Any, NamedTuple
 
 import numpy as np
-from msgpack import unpackb
+import numpy.typing as npt
 
 from app.stream.collect.first_values import FirstValues
 from app.stream.collect.partitioning import partition_for, partitions_of
 from app.stream.collect.preferences import History, Preferences
 from app.stream.collect.watermark import EventClocks
 from app.stream.config import StreamConfig
-from app.stream.errors import BadEvent
 from app.stream.internal import Partial
-from app.stream.records import MAX_EVENT_BYTES, Domain, decode_event
+from app.wire.errors import BadEvent
+from app.wire.events import Domain, EventBatch, decode_batch
 
 MAX_EMPTY_GAP = 1000
 """At most this many consecutive empty partials are emitted for a partition at once."""
-_FIELDS = tuple(map(itemgetter, ("stream", "user", "ts", "value")))
 _key_of, _value_of = attrgetter("key"), attrgetter("value")
 PARTITION_CACHE = 1 << 20
 """Keys whose partition is remembered (the cache is cleared when it grows past this)."""
@@ -236,72 +235,97 @@ class Collector:
         """Count a batch of ``events`` records of one partition (objects with ``offset``,
         ``key``, ``value``); return the unusable ones with their :class:`BadEvent`.
 
-        The hot path: one call per fetched batch. A batch whose events are all well formed and
-        belong to one-value counting streams goes through :meth:`_add_batch_fast` (checks and
-        slot assignment over the whole batch, one array merge per open slot); any other batch,
-        or part of a batch, through :meth:`add_batch_reference`, the event-by-event rules.
+        The hot path: one call per fetched batch. The rules are checked once over the whole
+        batch (:meth:`check`); a batch whose events are all valid and belong to one one-value
+        counting stream is then counted by :meth:`_count_fast` (slot assignment over the batch,
+        one dict merge per open slot), any other by :meth:`_count_each`, event by event.
         """
         batch = records if isinstance(records, list) else list(records)
         self.wall = max(self.wall, wall_now)
-        if self._add_batch_fast(partition, batch, wall_now):
+        if not batch:
             return []
-        return self.add_batch_reference(partition, batch, wall_now)
+        checked = self.check(partition, batch, wall_now)
+        if not checked.codes.any() and self._count_fast(partition, batch, checked, wall_now):
+            return []
+        return self._count_each(partition, batch, checked, wall_now)
 
-    def _add_batch_fast(self, partition: int, records: list[Any], wall_now: float) -> bool:
-        """Count ``records`` as :meth:`add_batch_reference` would, if every one is valid and its
-        stream keeps one counted value per user; False (nothing changed) otherwise.
+    def add_batch_reference(
+        self, partition: int, records: Iterable[Any], wall_now: float
+    ) -> list[tuple[BadEvent, Any]]:
+        """:meth:`add_batch` event by event (what :meth:`_count_fast` must agree with)."""
+        batch = records if isinstance(records, list) else list(records)
+        self.wall = max(self.wall, wall_now)
+        if not batch:
+            return []
+        return self._count_each(partition, batch, self.check(partition, batch, wall_now), wall_now)
 
-        Phase 1 (:meth:`_fast_batch`) checks the whole batch without touching any state. Phase
-        2 assigns slots, counts late events and merges, per open slot, the batch's first value
+    def check(self, partition: int, records: list[Any], wall_now: float) -> EventBatch:
+        """The batch decoded by the event rules (:func:`app.wire.events.decode_batch`), and the
+        service's rules over it, refused records' reasons in ``codes``: the key is the user
+        (``key_mismatch``), the user's partition is ``partition`` (``wrong_partition``), no
+        time is past the stream's horizon (``bad_time``). Pure but for the partition cache."""
+        n = len(records)
+        batch = decode_batch(list(map(_value_of, records)), self.domains)
+        codes = batch.codes
+        keys = list(map(_key_of, records))
+        if list(map(str.encode, batch.users)) != keys:
+            wrong = ~np.fromiter(map(eq, map(str.encode, batch.users), keys), dtype=bool, count=n)
+            batch.refuse(wrong, "key_mismatch", "the message key must be the event's user")
+        if not codes.any():  # every key is bytes: their partitions over the batch
+            elsewhere = partitions_of(keys, self.partitions_total) != partition
+        else:
+            where = {k: self._partition(k) for k in set(keys) if k is not None}
+            elsewhere = np.fromiter(
+                map(ne, map(where.get, keys), repeat(partition)), dtype=bool, count=n
+            )
+        if elsewhere.any():
+            batch.refuse(elsewhere, "wrong_partition", "not the partition the user's key hashes to")
+        horizon = {sid: self.streams[sid].slots.horizon(wall_now) for sid in batch.kinds if sid}
+        if len(horizon) == 1 and not codes.any():
+            limit: Any = next(iter(horizon.values()))
+        else:
+            limit = np.fromiter(map(horizon.get, batch.streams, repeat(np.inf)), float, count=n)
+        future = batch.ts > limit
+        if future.any():
+            ts = batch.ts
+            batch.refuse(
+                future,
+                "bad_time",
+                lambda i: f"ts {float(ts[i])} is past the allowed clock skew",
+            )
+        return batch
+
+    def _count_fast(
+        self, partition: int, records: list[Any], batch: EventBatch, wall_now: float
+    ) -> bool:
+        """Count a batch of valid events as :meth:`_count_each` would, if they all belong to
+        one stream keeping one counted value per user; False (nothing changed) otherwise.
+
+        It assigns slots, counts late events and merges, per open slot, the batch's first value
         per user into the slot's :class:`FirstValues`, keeping values already there.
         """
-        n = len(records)
-        if n == 0:
-            return True
-        try:
-            checked = self._fast_batch(partition, records, wall_now)
-        except Exception:  # noqa: BLE001 - any oddity in any field: the reference path names it
+        sid = batch.streams[0]
+        stream = self.streams[sid]
+        if stream.alpha is not None or stream.max_values != 1 or len(batch.kinds) != 1:
             return False
-        if checked is None:
-            return False
-        sid, stream, users, values, ts = checked
+        users, values, ts = batch.users, batch.values, batch.ts
         ts_max = float(ts.max())
-        # Phase 2: every record is valid; count them.
         part = self.partitions[partition]
         if stream.clock == "event":
             self.event_clocks.saw(partition, {sid: ts_max}, wall_now)
         if ts_max > part.max_ts:
             part.max_ts = ts_max
         slots = np.floor_divide(ts, self._slot_s[sid]).astype(np.int64)
-        lo, hi = int(slots.min()), int(slots.max())
         closed = part.closed_through.get(sid)
         counted = self.outcomes
-        if closed is not None and lo <= closed:
+        if closed is not None and int(slots.min()) <= closed:
             late = slots <= closed
             counted[sid, "late"] += int(late.sum())
             self.late_slots.update((sid, int(s)) for s in np.unique(slots[late]))
-        if lo == hi:
-            cuts = [(lo, 0, n)]
-        elif (np.diff(slots) >= 0).all():  # in time order (one producer per partition)
-            starts = np.flatnonzero(np.diff(slots)) + 1
-            bounds = [0, *starts.tolist(), n]
-            cuts = [(int(slots[a]), a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
-        else:
-            cuts = []
-        groups = [
-            (slot, a, users[a:b], values[a:b])
-            for slot, a, b in cuts
-            if closed is None or slot > closed
-        ]
-        if not cuts:
-            for s in np.unique(slots):
-                if closed is None or s > closed:
-                    at = np.flatnonzero(slots == s)
-                    groups.append(
-                        (int(s), int(at[0]), [users[i] for i in at], [values[i] for i in at])
-                    )
         accepted = duplicate = 0
-        for slot, first, us, vs in groups:
+        for slot, first, us, vs in _by_slot(slots, users, values):
+            if closed is not None and slot <= closed:
+                continue
             open_slot = (sid, slot)
             bucket = part.buckets.get(open_slot)
             if bucket is None:
@@ -316,103 +340,31 @@ class Collector:
             counted[sid, "duplicate"] += duplicate
         return True
 
-    def _fast_batch(
-        self, partition: int, records: list[Any], wall_now: float
-    ) -> tuple[str, StreamConfig, list[str], list[Any], np.ndarray] | None:
-        """Phase 1 of :meth:`_add_batch_fast`: ``(stream id, stream, users, values, times)``
-        when every record of the batch is a valid event of one one-value counting stream, else
-        None. Pure: it changes no state.
-
-        It decodes each value with the same msgpack options as
-        :func:`~app.stream.records.decode_event` and checks the fields' types before anything
-        hashes or compares them (a list or a map in any field declines the batch), then their
-        ranges, the keys and partitions, and the horizon, over lists and arrays. Its caller
-        treats any exception as a decline, so a record no check foresaw still reaches the
-        reference path, which dead-letters it with its reason.
-        """
-        raws = list(map(_value_of, records))
-        if max(map(len, raws)) > MAX_EVENT_BYTES:
-            return None
-        # Maps of strings and numbers are not tracked by the garbage collector (tuples would
-        # be); only a msgpack map gives the four fields (anything else raises).
-        evs = list(map(unpackb, raws))
-        sids, users, stamps, values = (list(map(get, evs)) for get in _FIELDS)
-        if set(map(type, sids)) != {str} or set(map(type, users)) != {str}:
-            return None  # checked before any set or dict hashes them: a list is unhashable
-        kinds = set(sids)
-        if len(kinds) != 1:
-            return None  # several streams in a batch: the reference path
-        (sid,) = kinds
-        stream = self.streams.get(sid)
-        if stream is None or stream.alpha is not None or stream.max_values != 1:
-            return None
-        if not all(users):
-            return None
-        keys = list(map(_key_of, records))
-        if list(map(str.encode, users)) != keys:
-            return None  # key_mismatch somewhere (a None key never equals bytes)
-        if (partitions_of(keys, self.partitions_total) != partition).any():
-            return None
-        if not set(map(type, stamps)) <= {float, int}:
-            return None
-        ts = np.array(stamps, dtype=np.float64)
-        if not ((ts >= 0.0) & (ts < 1e11)).all() or float(ts.max()) > stream.slots.horizon(
-            wall_now
-        ):
-            return None
-        value_types = set(map(type, values))
-        if value_types == {str}:
-            index = self.domains[sid].index
-            values = [index.get(v, -1) for v in values]
-        elif value_types != {int}:
-            return None
-        vals = np.array(values, dtype=np.int64)
-        if not ((vals >= 0) & (vals < stream.d)).all():
-            return None
-        return sid, stream, users, values, ts
-
-    def add_batch_reference(
-        self, partition: int, records: Iterable[Any], wall_now: float
+    def _count_each(
+        self, partition: int, records: list[Any], batch: EventBatch, wall_now: float
     ) -> list[tuple[BadEvent, Any]]:
-        """:meth:`add_batch` event by event: the rules as written (and the path of every batch
-        the fast path declines). A one-value stream's events are gathered per open slot and
-        merged in the batch's order at its end, which keeps each user's first value as event by
-        event would."""
+        """Count a checked batch event by event (the path of every batch :meth:`_count_fast`
+        declines); return the refused records with their :class:`BadEvent`. A one-value
+        stream's events are gathered per open slot and merged in the batch's order at its end,
+        which keeps each user's first value as event by event would."""
         part = self.partitions[partition]
         buckets, min_offset, closed_through = part.buckets, part.min_offset, part.closed_through
-        streams, domains, slot_s, partition_of = (
-            self.streams,
-            self.domains,
-            self._slot_s,
-            self._partition_of,
-        )
-        sums, late_slots = self._alpha, self.late_slots
-        newest: dict[str, float] = {}  # per event-clock stream, the batch's newest event time
-        horizon = {sid: s.slots.horizon(wall_now) for sid, s in streams.items()}
+        sums, late_slots, slot_s = self._alpha, self.late_slots, self._slot_s
         counted: Counter[tuple[str, str]] = Counter()
         bad: list[tuple[BadEvent, Any]] = []
-        firsts: dict[tuple[str, int], tuple[list[str], list[Any]]] = {}
+        newest: dict[str, float] = {}  # per event-clock stream, the batch's newest event time
+        firsts: dict[tuple[str, int], tuple[list[str], list[int]]] = {}
         max_ts = part.max_ts
-        for rec in records:
-            key = rec.key
-            try:
-                sid, user, ts, value = decode_event(rec.value, domains)
-                if key is None or key != user.encode():
-                    raise BadEvent("key_mismatch", "the message key must be the event's user")
-                p = partition_of.get(key)
-                if (p if p is not None else self._partition(key)) != partition:
-                    raise BadEvent("wrong_partition", "not the partition the user's key hashes to")
-                stream = streams[sid]
-                if ts > horizon[sid]:
-                    raise BadEvent("bad_time", f"ts {ts} is past the allowed clock skew")
-                if stream.clock == "event" and ts > newest.get(sid, -math.inf):
-                    newest[sid] = ts
-            except BadEvent as exc:
-                bad.append((exc, rec))
+        codes = batch.codes.tolist()
+        stamps, amounts = batch.ts.tolist(), batch.amounts.tolist()
+        rows = zip(records, codes, batch.streams, batch.users, stamps, batch.values, strict=True)
+        for i, (rec, code, sid, user, ts, value) in enumerate(rows):
+            if code:
+                bad.append((batch.error(i), rec))
                 continue
-            except Exception as exc:  # noqa: BLE001 - a record no rule foresaw: refused, not fatal
-                bad.append((BadEvent("undecodable", f"unexpected {type(exc).__name__}"), rec))
-                continue
+            stream = self.streams[sid]
+            if stream.clock == "event" and ts > newest.get(sid, -math.inf):
+                newest[sid] = ts
             if ts > max_ts:
                 max_ts = ts
             slot = int(ts // slot_s[sid])
@@ -423,37 +375,27 @@ class Collector:
                 continue
             open_slot = (sid, slot)
             bucket: Any = buckets.get(open_slot)  # FirstValues, or a dict (see PartitionSlots)
+            one = stream.max_values == 1 and not (sums and sid in sums)
             if bucket is None:
-                one = stream.max_values == 1 and stream.alpha is None
                 bucket = buckets[open_slot] = FirstValues(stream.d) if one else {}
                 min_offset[open_slot] = rec.offset
-            if sums and sid in sums:
-                counted[sid, _add_amount(bucket, user, value, sums[sid], stream.max_values)] += 1
-                continue
-            l_max = stream.max_values
-            if l_max == 1:  # merged once per slot after the loop, in the batch's order
-                firsts.setdefault(open_slot, ([], []))
-                firsts[open_slot][0].append(user)
-                firsts[open_slot][1].append(value)
-                continue
-            held = bucket.get(user)
-            if held is None:
-                bucket[user] = (value,)
-            elif value in held:
-                counted[sid, "duplicate"] += 1
-                continue
-            elif len(held) >= l_max:
-                counted[sid, "clipped"] += 1
-                continue
+            if one:  # merged once per slot after the loop, in the batch's order
+                us, vs = firsts.setdefault(open_slot, ([], []))
+                us.append(user)
+                vs.append(value)
+            elif sums and sid in sums:
+                amount = amounts[i]
+                counted[
+                    sid, _add_amount(bucket, user, value, amount, sums[sid], stream.max_values)
+                ] += 1
             else:
-                bucket[user] = (*held, value)
-            counted[sid, "accepted"] += 1
-        for open_slot, (users, values) in firsts.items():
-            fresh = buckets[open_slot].merge(users, values)
+                counted[sid, _add_values(bucket, user, value, stream.max_values)] += 1
+        for open_slot, (us, vs) in firsts.items():
+            fresh = buckets[open_slot].merge(us, vs)
             if fresh:
                 counted[open_slot[0], "accepted"] += fresh
-            if len(users) > fresh:
-                counted[open_slot[0], "duplicate"] += len(users) - fresh
+            if len(us) > fresh:
+                counted[open_slot[0], "duplicate"] += len(us) - fresh
         part.max_ts = max_ts
         if newest:
             self.event_clocks.saw(partition, newest, wall_now)
@@ -573,10 +515,50 @@ class Collector:
         return out
 
 
-def _add_amount(bucket: dict[str, Any], user: str, value: Any, alpha: float, l_max: int) -> str:
-    """Keep a sum stream event (``value``: ``(index, amount)`` as :func:`decode_event` gives
-    it) in its slot's ``bucket``; return its outcome (see the module docstring)."""
-    idx, amount = value
+def _by_slot(
+    slots: npt.NDArray[np.int64], users: list[str], values: list[int]
+) -> list[tuple[int, int, list[str], list[int]]]:
+    """A batch's events per slot: ``(slot, index of its first event, users, values)``, in
+    time order; one slice per slot when the batch is in time order (one producer per
+    partition), else gathered per slot."""
+    n = slots.shape[0]
+    lo, hi = int(slots.min()), int(slots.max())
+    if lo == hi:
+        return [(lo, 0, users, values)]
+    steps = np.diff(slots)
+    if (steps >= 0).all():
+        bounds = [0, *(np.flatnonzero(steps) + 1).tolist(), n]
+        return [
+            (int(slots[a]), a, users[a:b], values[a:b])
+            for a, b in zip(bounds, bounds[1:], strict=False)
+        ]
+    out = []
+    for s in np.unique(slots).tolist():
+        at = np.flatnonzero(slots == s).tolist()
+        out.append((s, at[0], [users[i] for i in at], [values[i] for i in at]))
+    return out
+
+
+def _add_values(bucket: dict[str, Any], user: str, value: int, l_max: int) -> str:
+    """Keep an event of a counting stream of ``l_max > 1`` values in its slot's ``bucket``;
+    return its outcome (see the module docstring)."""
+    held = bucket.get(user)
+    if held is None:
+        bucket[user] = (value,)
+    elif value in held:
+        return "duplicate"
+    elif len(held) >= l_max:
+        return "clipped"
+    else:
+        bucket[user] = (*held, value)
+    return "accepted"
+
+
+def _add_amount(
+    bucket: dict[str, Any], user: str, idx: int, amount: float, alpha: float, l_max: int
+) -> str:
+    """Keep a sum stream event (value index ``idx``, ``amount``) in its slot's ``bucket``;
+    return its outcome (see the module docstring)."""
     held: dict[int, float] | None = bucket.get(user)
     if held is None:
         held = bucket[user] = {}

@@ -15,15 +15,15 @@ import time
 from typing import Any
 
 from app.dp.interfaces import GraphWindow, LedgerView, as_view
-from app.dp.local.wire import CollectionRequest, mask_users
+from app.dp.local.wire import mask_users
 from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config
 from app.stream.ops.budget_view import budget_json
-from app.stream.records import unpack
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import continued
 from app.stream.topics import load_topics
 from app.utc import utc
+from app.wire import requests
 
 log = logging.getLogger(__name__)
 
@@ -234,12 +234,12 @@ def _local_lines(stream: StreamConfig, mechanism: LedgerView, entry: LedgerEntry
     if raw is None:
         lines.append("pending request: none")
     else:
-        value = unpack(raw)
-        request = CollectionRequest.from_dict(value["request"])
+        pending = requests.decode(raw)
+        request = pending.request
         cohort = int(mask_users(request, stream.users).sum())
         lines.append(
-            f"pending request: slot {value['slot']} round {request.round} cohort {cohort} "
-            f"users, deadline {value['deadline']:.3f}, sent: {entry.local.sent}"
+            f"pending request: slot {pending.slot} round {request.round} cohort {cohort} "
+            f"users, deadline {pending.deadline:.3f}, sent: {entry.local.sent}"
         )
     return lines
 

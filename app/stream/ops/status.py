@@ -38,9 +38,9 @@ from app.dp.units import UnitBound
 from app.metrics import REGISTRY
 from app.stream.config import StreamConfig
 from app.stream.ops.budget_view import budget_json
-from app.stream.records import unpack
 from app.stream.release.protocol import ReleaseListener
 from app.utc import utc, utc_time
+from app.wire.releases import decode as decode_release
 
 RING = 12
 """Releases kept per stream for the page."""
@@ -86,7 +86,7 @@ class StatusBoard(ReleaseListener):
                 state = self._streams[stream.id] = _Stream(stream, window, None)
             state.config, state.window = stream, window
             for record in records:
-                release = unpack(record)
+                release = decode_release(record).to_json()
                 slot = int(release["slot"])
                 kept = [r for r in state.releases if r["slot"] != slot]
                 state.releases.clear()

@@ -53,10 +53,11 @@ from app.stream.internal import (
     decode_open_round,
     encode_open_round,
 )
-from app.stream.records import encode_request, unpack
+from app.stream.records import encode_request
 from app.stream.release.entry import LedgerEntry, LocalRound
 from app.stream.release.local_levels import LevelBook, ReadPreferences
 from app.stream.release.protocol import Publisher
+from app.wire import requests
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class LocalDriver:
     def _pending(self, entry: LedgerEntry | None) -> CollectionRequest | None:
         if entry is None or entry.local.request is None:
             return None
-        return CollectionRequest.from_dict(unpack(entry.local.request)["request"])
+        return requests.decode(entry.local.request).request
 
     def _merge(self, stream: StreamConfig, entry: LedgerEntry | None, msg: PartitionTally) -> None:
         pending = self._pending(entry)
@@ -333,7 +334,7 @@ class LocalDriver:
         # 2. Record.
         entry.state = mech.state_dict()
         entry.next_slot = slot
-        entry.local.request = encode_request(stream, slot, deadline, request.to_dict())
+        entry.local.request = encode_request(stream, slot, deadline, request)
         entry.local.sent, entry.local.deadline = False, deadline
         self.pub.write(sid, entry, mech)
         # 3. Persist.

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
-import msgpack
 import numpy as np
 
 from app.tools.capacity.fleet import LABELS, machine
+from app.wire import events
 
 QUIET_S = 2.0
 """A loop ends after this long without a record."""
@@ -34,8 +34,12 @@ BATCH = 20_000
 Loop = Callable[[str, str, list[int]], tuple[int, float, float]]
 
 
+DOMAINS = {"bench": events.Domain(len(LABELS), {x: i for i, x in enumerate(LABELS)})}
+"""The benchmark stream's domain (its events are decoded by the service's rules)."""
+
+
 def _tally(values: list[bytes]) -> None:
-    vals = [msgpack.unpackb(v)["value"] for v in values]
+    vals = events.decode_batch(values, DOMAINS).values
     np.bincount(np.asarray(vals, dtype=np.int64), minlength=len(LABELS))
 
 
@@ -119,7 +123,7 @@ def bare_loops(
     bare_us = sum(r[1] for r in runs) / max(1, seen) * 1e6
     wall = max(max(r[2] for r in runs), 1e-9)
     print(
-        f"{len(shares)} bare {client} loop(s), fetch + msgpack + bincount: "
+        f"{len(shares)} bare {client} loop(s), fetch + decode_batch + bincount: "
         f"{seen / wall:,.0f} events/s wall ({seen:,} events); CPU {bare_us:.2f} us/event; "
         f"{machine()}"
     )

@@ -20,12 +20,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import numpy as np
 
 from app.stream.broker import free_port
 from app.stream.collect.partitioning import PRODUCER_CONFIG
 from app.stream.topics import TOPICS_DIR
+from app.wire import events
+from app.wire.releases import decode as decode_release
 
 GRACE_S = 0.3
 
@@ -124,7 +125,7 @@ def produce_part(
     values = np.random.default_rng(seed).integers(0, len(LABELS), n).tolist()
     names = [f"u{(first_user + i) % users}" for i in range(min(n, users))]
     keys = [name.encode() for name in names]
-    packb, produce, poll = msgpack.packb, producer.produce, producer.poll
+    encode, produce, poll = events.encode, producer.produce, producer.poll
     started = time.perf_counter()
     chunk = 1000 if rate <= 0 else max(1, int(rate / 100))
     for lo in range(0, n, chunk):
@@ -135,10 +136,10 @@ def produce_part(
         ts = time.time()
         for i in range(lo, min(n, lo + chunk)):
             j = i % len(names)
-            event = {"stream": "bench", "user": names[j], "ts": ts, "value": values[i]}
+            event = events.Event("bench", names[j], ts, values[i])
             while True:
                 try:
-                    produce(topic, key=keys[j], value=packb(event), on_delivery=delivered)
+                    produce(topic, key=keys[j], value=encode(event), on_delivery=delivered)
                     break
                 except BufferError:
                     poll(0.05)
@@ -226,9 +227,9 @@ class ReleaseWatch(threading.Thread):
                 m = c.poll(0.05)
                 if m is None or m.error():
                     continue
-                release = msgpack.unpackb(m.value() or b"\xc0")
-                self.arrived.setdefault(release["slot"], time.time())
-                self.computed.setdefault(release["slot"], release["released_at"])
+                release = decode_release(m.value())
+                self.arrived.setdefault(release.slot, time.time())
+                self.computed.setdefault(release.slot, release.released_at or 0.0)
         finally:
             c.close()
 

@@ -15,11 +15,10 @@ import time
 import tracemalloc
 from pathlib import Path
 
-import msgpack
-
 from app.stream.collect.events import Collector, Record
 from app.stream.config import load_streams
 from app.tools.capacity.fleet import LABELS, streams_yaml
+from app.wire import events
 
 BATCH = 5_000
 SLOT_S = 3_600.0
@@ -43,8 +42,8 @@ def slot_bytes_per_user(users: int) -> float:
             batch = []
             for i in range(lo, min(users, lo + BATCH)):
                 user = f"u{i}"
-                event = {"stream": "bench", "user": user, "ts": ts, "value": i % len(LABELS)}
-                batch.append(Record(i, user.encode(), msgpack.packb(event)))
+                event = events.Event("bench", user, ts, i % len(LABELS))
+                batch.append(Record(i, user.encode(), events.encode(event)))
             if c.add_batch(0, batch, now):
                 raise RuntimeError("the collector refused a bench event")
             del batch

@@ -55,10 +55,10 @@ STREAMS = """streams:
 
 def produce_for(bootstrap: str, topic: str, seconds: float, first: int, seed: int) -> int:
     """Produce wall-clock-stamped events as fast as possible for ``seconds``; how many."""
-    import msgpack
     from confluent_kafka import Producer
 
     from app.stream.collect.partitioning import PRODUCER_CONFIG
+    from app.wire import events
 
     producer = Producer(
         {
@@ -71,16 +71,16 @@ def produce_for(bootstrap: str, topic: str, seconds: float, first: int, seed: in
     )
     names = [f"u{(first + i) % USERS}" for i in range(USERS)]
     keys = [n.encode() for n in names]
-    packb, produce, poll = msgpack.packb, producer.produce, producer.poll
+    encode, produce, poll = events.encode, producer.produce, producer.poll
     end, sent, value = time.monotonic() + seconds, 0, seed % 10
     while time.monotonic() < end:
         ts = time.time()
         for _ in range(1000):
             j = sent % USERS
-            event = {"stream": "load", "user": names[j], "ts": ts, "value": value}
+            event = events.Event("load", names[j], ts, value)
             while True:
                 try:
-                    produce(topic, key=keys[j], value=packb(event))
+                    produce(topic, key=keys[j], value=encode(event))
                     break
                 except BufferError:
                     poll(0.05)
