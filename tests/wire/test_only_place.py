@@ -26,8 +26,6 @@ TABLES = {
     "stream/release/entry.py": "the ledger changelog table",
     "stream/release/central.py": "the slots changelog table",
     "verify/levels.py": "reads the levels changelog table",
-    "stream/collect/tally.py": "PENDING (owned by the tally rewrite): still reads the "
-    "collection-requests envelope with unpack; to read it with app.wire.requests.decode",
 }
 """Modules that may use ``app.stream.records.pack``/``unpack``, and on which table."""
 

@@ -61,7 +61,8 @@ from app.dp.local.wire import ROUNDS, SITS_OUT, CollectionRequest
 from app.dp.oracles import FrequencyOracle, make
 from app.stream.config import StreamConfig
 from app.stream.errors import BadEvent
-from app.stream.records import ROUND_INDEX, decode_report, unpack
+from app.stream.records import ROUND_INDEX, decode_report
+from app.wire import requests
 
 KEEP_ROUNDS = 6
 """Requests remembered per stream (older ones: their reports are ``wrong_slot``)."""
@@ -153,11 +154,11 @@ class ReportCollector:
     # -- requests -----------------------------------------------------------------------------
     def add_request(self, raw: bytes) -> Round | None:
         """Learn one ``collection-requests`` value (None: not a local stream of this config)."""
-        msg = unpack(raw)
-        stream = self.streams.get(str(msg.get("stream")))
+        msg = requests.decode(raw)
+        stream = self.streams.get(msg.stream)
         if stream is None:
             return None
-        request = CollectionRequest.from_dict(msg["request"])
+        request = msg.request
         key = (stream.id, request.slot, request.round)
         if key in self.rounds:
             return self.rounds[key]
@@ -175,7 +176,7 @@ class ReportCollector:
             stream.id,
             request.slot,
             request.round,
-            float(msg["deadline"]),
+            msg.deadline,
             request,
             member,
             oracles,

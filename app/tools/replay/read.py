@@ -10,7 +10,7 @@ file a value that is not a label but an integer is an index.
 A row that cannot be read is a :class:`BadRow` naming its line, never an exception: the caller
 prints it, counts it and goes on (as the service dead-letters a bad event). What the service's
 own decoder refuses (an unknown label, a bad amount) is refused there, by
-:func:`app.stream.records.decode_event`, not restated here.
+the event rules of :mod:`app.wire.events` through the collector, not restated here.
 """
 
 from __future__ import annotations

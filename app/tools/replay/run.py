@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
 import numpy as np
 
 from app.dp.mechanism import Mechanism
@@ -38,6 +37,7 @@ from app.stream.errors import ConfigError
 from app.stream.release.central import step_slot
 from app.stream.release.protocol import slot_rng
 from app.tools.replay.read import BadRow, Row
+from app.wire import events, preferences
 
 BLOCK = 20_000
 """Rows handed to the collector at once (the service's batches are as large)."""
@@ -130,15 +130,9 @@ class Replay:
 
     # -- counting -----------------------------------------------------------------------------
     def _record(self, row: Row) -> Record:
-        ev: dict[str, Any] = {
-            "stream": self.stream.id,
-            "user": row.user,
-            "ts": row.ts,
-            "value": row.value,
-        }
-        if row.amount is not None:
-            ev["amount"] = row.amount
-        return Record(row.line, row.user.encode(), msgpack.packb(ev))
+        assert row.value is not None  # rows without a value are preferences alone
+        ev = events.Event(self.stream.id, row.user, row.ts, row.value, row.amount)
+        return Record(row.line, row.user.encode(), events.encode(ev))
 
     def add(self, rows: list[Row], on_bad: Callable[[BadRow], None]) -> None:
         """Count one block of rows (sorted by time, after every earlier block)."""
@@ -146,8 +140,7 @@ class Replay:
         slots = self.stream.slots
         for row in rows:
             if row.level is not None:  # a preference counts whenever it was made
-                level = msgpack.packb({"level": row.level})
-                self.collector.set_preference(row.user, _level(level), row.ts)
+                self.collector.set_preference(row.user, _level(row.level), row.ts)
             if row.value is None:
                 continue
             if self.first is not None and slots.slot_of(row.ts) < self.first:
@@ -214,11 +207,9 @@ class Replay:
             self.next_slot = slot + 1
 
 
-def _level(raw: bytes) -> str | None:
+def _level(name: str) -> str | None:
     """The level a preference row names, read as the service reads a ``preferences`` value."""
-    from app.stream.records import decode_preference
-
-    return decode_preference(raw)
+    return preferences.decode(preferences.encode(preferences.Preference(name))).level
 
 
 def replay_rows(
