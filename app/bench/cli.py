@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
         description="Replay a dataset through mechanisms over eps x w x seeds; write "
         "results.csv and results.md.",
     )
-    from app.bench.presets import names as preset_names
+    from app.bench.engine.presets import names as preset_names
 
     bench.add_argument(
         "--preset",
@@ -143,7 +143,7 @@ def _refusing_missing_data(func: Any) -> Any:
 
     @functools.wraps(func)
     def verb(args: argparse.Namespace) -> int:
-        from app.bench.datasets import DatasetMissing
+        from app.bench.engine.datasets import DatasetMissing
 
         try:
             return int(func(args))
@@ -156,15 +156,15 @@ def _refusing_missing_data(func: Any) -> Any:
 
 def fallback_note(verb: str, skipped: list[str], instead: str) -> str:
     """The one line a verb prints when it runs without the public data sets ``skipped``."""
-    from app.bench.datasets import missing_line
+    from app.bench.engine.datasets import missing_line
 
     return f"dpstream {verb}: {missing_line(skipped)}; running {instead} instead"
 
 
 def _preset(args: argparse.Namespace) -> int:
-    from app.bench.datasets import missing, require
-    from app.bench.presets import resolve
-    from app.bench.runner import run_preset
+    from app.bench.engine.datasets import missing, require
+    from app.bench.engine.presets import resolve
+    from app.bench.engine.runner import run_preset
 
     try:
         preset = resolve(args.preset, dataset=args.dataset, quick=args.quick)
@@ -192,9 +192,9 @@ RESULTS_DATA = ("tdrive", "rte2013", "msnbc", "diginetica")
 def _results(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from app.bench.datasets import missing, missing_line
+    from app.bench.engine.datasets import missing, missing_line
+    from app.bench.engine.runs import RUNS
     from app.bench.report.regenerate import regenerate
-    from app.bench.report.runs import RUNS
     from app.bench.report.stored import ensure, runnable
 
     if (no_plots := plotting_missing("bench results")) is not None:
@@ -241,7 +241,7 @@ def plotting_missing(verb: str) -> str | None:
 
 
 def _grid(args: argparse.Namespace) -> int:
-    from app.bench.grid import Grid, run_grid, write_results
+    from app.bench.engine.grid import Grid, run_grid, write_results
 
     if (missing := plotting_missing("bench")) is not None:
         print(missing, file=sys.stderr)
@@ -270,8 +270,8 @@ def _grid(args: argparse.Namespace) -> int:
 
 
 def _cost(args: argparse.Namespace) -> int:
-    from app.bench.cost import step_times, tdrive_replay
-    from app.bench.datasets import missing
+    from app.bench.engine.cost import step_times, tdrive_replay
+    from app.bench.engine.datasets import missing
 
     if (no_plots := plotting_missing("bench cost")) is not None:
         print(no_plots, file=sys.stderr)
@@ -327,7 +327,7 @@ def _replay(args: argparse.Namespace) -> int:
     except (DPError, ValueError) as exc:
         print(f"dpstream replay: {exc}", file=sys.stderr)
         return 2
-    from app.bench import measures
+    from app.bench.engine import measures
 
     print(
         f"error over {args.slots} slots (released vs true counts): "
@@ -346,7 +346,7 @@ def _takes_groups(cls: Any) -> bool:
 def _replay_central(args: argparse.Namespace) -> tuple[Any, Any]:
     import numpy as np
 
-    from app.bench.synthetic import group_counts
+    from app.bench.engine.synthetic import group_counts
     from app.dp.interfaces import as_slotted
     from app.dp.registry import create
     from app.dp.types import Group
@@ -370,12 +370,13 @@ def _replay_central(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _replay_local(args: argparse.Namespace, cls: Any) -> tuple[Any, Any]:
-    """Devices and service offline (:func:`app.bench.simulate.run_local`); frequencies x N."""
+    """Devices and service offline (:func:`app.bench.engine.simulate.run_local`);
+    frequencies x N."""
     import numpy as np
 
-    from app.bench import replay
-    from app.bench.simulate import run_local
-    from app.bench.synthetic import values
+    from app.bench.engine import replay
+    from app.bench.engine.simulate import run_local
+    from app.bench.engine.synthetic import values
     from app.dp.types import Group
 
     rng = np.random.default_rng(args.seed)

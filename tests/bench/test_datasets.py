@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.bench import datasets
-from app.bench.datasets import Dataset, load, load_checkins, load_msnbc, load_tdrive
-from app.bench.datasets import msnbc as msnbc_module
-from app.bench.datasets.base import fill_slots, parse_duration
-from app.bench.datasets.synthetic import load_synthetic, probabilities
-from app.bench.datasets.tdrive import default_dir
+from app.bench.engine import datasets
+from app.bench.engine.datasets import Dataset, load, load_checkins, load_msnbc, load_tdrive
+from app.bench.engine.datasets import msnbc as msnbc_module
+from app.bench.engine.datasets.base import fill_slots, parse_duration
+from app.bench.engine.datasets.synthetic import load_synthetic, probabilities
+from app.bench.engine.datasets.tdrive import default_dir
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CHECKINS, POIS = FIXTURES / "checkins.tsv", FIXTURES / "pois.tsv"
@@ -329,7 +329,7 @@ def test_bench_wn_quick_runs_on_generated_trajectories_without_the_public_sets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     """A clone has no msnbc, T-Drive or Diginetica: bench wn runs its generated stand-ins."""
-    from app.bench.trajectory_generated import GENERATED
+    from app.bench.wn.generated import GENERATED
     from app.cli import main
 
     monkeypatch.setenv("DPSTREAM_DATA", str(tmp_path / "empty"))
@@ -351,8 +351,8 @@ def test_bench_results_quick_runs_on_generated_data_without_the_public_sets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     """A clone: the report's runs on generated data run, those on the public sets are left out."""
-    from app.bench.datasets import PUBLIC_DATA
-    from app.bench.report.runs import RUNS
+    from app.bench.engine.datasets import PUBLIC_DATA
+    from app.bench.engine.runs import RUNS
     from app.cli import main
 
     monkeypatch.setenv("DPSTREAM_DATA", str(tmp_path / "empty"))

@@ -1,11 +1,12 @@
 """``dpstream bench results``: run (or reuse) every run, run the cost benchmark if missing,
 copy the figures next to the report, check the claims and write RESULTS.md whole.
 
-The preset grid (PWSM, LDP-IDS) runs into ``out_root`` (:mod:`.runs`); the other papers' verbs
-(PLDP-IDS, (w,n)-DP, OptStream) keep their stored runs in the figures folder beside their PNGs
-(:mod:`.stored`; ``--quick`` runs them into ``out_root/quick-stored`` instead), and the claims
-that are deterministic checks run their tests (:mod:`.checks`). Every section is rendered:
-nothing of the old file survives, so a hand edit belongs in the code that renders it."""
+The preset grid (PWSM, LDP-IDS) runs into ``out_root`` (:mod:`app.bench.engine.runs`); the
+other papers' verbs (PLDP-IDS, (w,n)-DP, OptStream) keep their stored runs in the figures
+folder beside their PNGs (:mod:`.stored`; ``--quick`` runs them into ``out_root/quick-stored``
+instead), and the claims that are deterministic checks run their tests (:mod:`.checks`). Every
+section is rendered: nothing of the old file survives, so a hand edit belongs in the code that
+renders it."""
 
 from __future__ import annotations
 
@@ -16,14 +17,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from app.bench.engine.claims import Claim
+from app.bench.engine.evidence import population, zero_release_amre
+from app.bench.engine.runs import RUNS, Done, recorded_machine, run_all
+from app.bench.optstream import section as optstream
+from app.bench.pldp import section as pldp
 from app.bench.report.checks import run_checks
 from app.bench.report.claims import claims
-from app.bench.report.claims.common import Claim
-from app.bench.report.evidence import population, zero_release_amre
-from app.bench.report.papers import optstream, pldp, wn
 from app.bench.report.render import closing_note, cost_section, render
-from app.bench.report.runs import RUNS, Done, recorded_machine, run_all
 from app.bench.report.stored import Produced, ensure
+from app.bench.wn import section as wn
 
 __all__ = ["copy_figures", "regenerate"]
 
@@ -44,7 +47,7 @@ def copy_figures(out_root: Path, figures: Path, done: Done, cost_dir: Path) -> N
 
 def _ensure_cost(cost: Path, quick: bool) -> None:
     """Run ``dpstream bench cost`` into ``cost`` unless its slopes are there."""
-    from app.bench.cost import step_times, tdrive_replay
+    from app.bench.engine.cost import step_times, tdrive_replay
 
     if (cost / "cost_slopes.csv").exists():
         return

@@ -12,12 +12,12 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from app.bench.presets import summarize, sweep_means
-from app.bench.report.claims.common import MAGNITUDE_TOLERANCE, Claim, Means, Verdict, best
-from app.bench.report.markdown import claims_table, not_reproduced, rel
-from app.bench.report.papers import ldp_ids as ldp_ids_paper
-from app.bench.report.papers import pwsm as pwsm_paper
-from app.bench.report.runs import Done
+from app.bench.engine.claims import MAGNITUDE_TOLERANCE, Claim, Means, Verdict, best
+from app.bench.engine.markdown import claims_table, not_reproduced, rel
+from app.bench.engine.presets import summarize, sweep_means
+from app.bench.engine.runs import Done
+from app.bench.ldp_ids import paper as ldp_ids_paper
+from app.bench.pwsm import paper as pwsm_paper
 
 __all__ = [
     "HEADLINE_FIGURES",
@@ -296,7 +296,7 @@ def _header(
         "Figures and Cost from the preset grid above, the PLDP-IDS, (w,n)-DP and OptStream "
         "sections from the stored runs of `dpstream bench pldp | wn | optstream` (each with its "
         "command, load and wall time; `app/bench/report/stored.py`), and every verdict by code "
-        "from the numbers (`app/bench/report/claims/`). One verb per paper: `dpstream bench "
+        "from the numbers (`app/bench/<paper>/claims.py`). One verb per paper: `dpstream bench "
         "pwsm | ldp-ids | pldp | optstream | wn` (`--figure`, `--quick`, `--out`); `dpstream "
         "bench results --reuse` rebuilds this file from the stored runs.",
         "",
@@ -333,7 +333,7 @@ def render(
     sections: Sequence[Sequence[str]] = (),
 ) -> str:
     """The whole RESULTS.md text; ``sections`` are the other papers' sections, rendered by
-    their modules (:mod:`app.bench.report.papers`), placed after LDP-IDS."""
+    their modules (``app.bench.<paper>.section``), placed after LDP-IDS."""
     lines = [
         *_header(done, items, command, total_s, machine),
         "## PWSM (Du et al., PVLDB 2025; spec seed-000 §6.6)",

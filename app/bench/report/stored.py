@@ -52,9 +52,9 @@ __all__ = [
 RUNS_FILE = "runs.json"
 
 VERB_MODULES = {
-    "pldp": "app.bench.pldp",
-    "optstream": "app.bench.optstream_cli",
-    "wn": "app.bench.trajectory_figs",
+    "pldp": "app.bench.pldp.runs",
+    "optstream": "app.bench.optstream.cli",
+    "wn": "app.bench.wn.figs",
 }
 
 
@@ -241,10 +241,10 @@ def _write_rows(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
 
 def table1(folder: Path) -> None:
-    """(w,n) Table 1 on the stand-ins (:mod:`app.bench.trajectory_range`): one row per
+    """(w,n) Table 1 on the stand-ins (:mod:`app.bench.wn.spatial_range`): one row per
     (dataset, w, n), the cumulative % of users with range <= n (``n = "other"``: users whose
     pages span two components), with the graph's size and the users counted."""
-    from app.bench import trajectory_range as tr
+    from app.bench.wn import spatial_range as tr
 
     rows: list[dict[str, Any]] = []
     for name, loader in tr.LOADERS.items():
@@ -272,10 +272,10 @@ THM11_K = (2, 3, 4, 6, 8, 12, 16, 24)
 
 def thm11(folder: Path, trials: int = 2) -> None:
     """OptStream H9 (Thm 11): mean L1 of ES without post-processing per (L, k), and of
-    Laplace (``k = 48``, every slot), on the sines of :func:`app.bench.optstream.theorem11`."""
+    Laplace (``k = 48``, every slot), on the sines of :func:`app.bench.optstream.runs.theorem11`."""
     import numpy as np
 
-    from app.bench import optstream as o
+    from app.bench.optstream import runs as o
 
     rows: list[dict[str, Any]] = []
     t = np.arange(o.W * 20)
@@ -291,8 +291,8 @@ def thm11(folder: Path, trials: int = 2) -> None:
 
 def zeros_reference(folder: Path) -> None:
     """The mean of each OptStream dataset's series: the L1 error of releasing all zeros."""
-    from app.bench.optstream import load_rte, synthetic_load
-    from app.bench.optstream_tdrive import tdrive_regions
+    from app.bench.optstream.runs import load_rte, synthetic_load
+    from app.bench.optstream.tdrive import tdrive_regions
 
     means = {f"rte2013 {m}": float(load_rte(m)[1].mean()) for m in ("2013-01", "2013-02")}
     means["synthetic 28d"] = float(synthetic_load(28, seed=2016)[1].mean())
@@ -311,7 +311,7 @@ PRODUCERS: dict[str, Callable[[Path], None]] = {
 def runnable(specs: Sequence[Stored] = STORED) -> list[Stored]:
     """The specs whose named data sets are all there (the others need a public set that is
     missing; a verb's default data falls back to generated sets, :func:`_run_verb`)."""
-    from app.bench.datasets import missing
+    from app.bench.engine.datasets import missing
 
     return [s for s in specs if not any(missing(n) for n in s.public_data())]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
-from app.bench.presets import resolve
-from app.bench.report import runs
+from app.bench.engine import runs
+from app.bench.engine.presets import resolve
 from app.bench.report.regenerate import regenerate
 from app.bench.report.stored import STORED, ensure, latest
 from tests.bench.stubs import write_cost_slopes

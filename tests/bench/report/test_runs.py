@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from app.bench.presets import resolve, write_tables
-from app.bench.report import runs
+from app.bench.engine import runs
+from app.bench.engine.presets import resolve, write_tables
 
 
 def _tiny():

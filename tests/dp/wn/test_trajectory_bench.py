@@ -6,7 +6,7 @@ import zipfile
 
 import numpy as np
 
-from app.bench import trajectory
+from app.bench.wn import trajectory
 from app.dp.graph import Graph
 
 SEQ = """% Different categories found in input file:
@@ -64,7 +64,7 @@ def test_every_mechanism_runs_through_the_registry():
 def test_n_sweep_carries_the_publish_every_timestamp_contrast():
     """Fig. 10's rows hold wn_uniform beside the four; its error does not move with n (its
     spending is eps / w per page whatever the window), BD's neither."""
-    from app.bench import trajectory_figs
+    from app.bench.wn import figs as trajectory_figs
 
     data = _grid_data()
     assert trajectory_figs.figure_mechanisms("eps") == (*trajectory.MECHANISMS, "rescuedp_g")
