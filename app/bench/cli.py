@@ -102,16 +102,19 @@ def register(sub: Any) -> None:
     results.add_argument(
         "--reuse",
         action="store_true",
-        help="reuse the stored runs (results.csv files, docs/results); run only what is "
-        "missing (needs the public data sets)",
+        help="reuse the stored runs (the run store, docs/results); run only what is missing "
+        "(that needs the public data sets; a complete store needs none)",
     )
     results.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
-    results.add_argument("--out", type=Path, default=Path("out/results"), help="run folders")
+    results.add_argument(
+        "--out",
+        type=Path,
+        help="the run store (default docs/results; with --quick, out/results)",
+    )
     results.add_argument(
         "--cost-dir",
         type=Path,
-        default=Path("out/cost"),
-        help="cost benchmark folder (run if missing)",
+        help="cost benchmark folder, run if missing (default <--out>/cost)",
     )
     results.add_argument("--write", type=Path, default=Path("RESULTS.md"), help="report path")
     results.add_argument(
@@ -200,8 +203,12 @@ def _results(args: argparse.Namespace) -> int:
     if (no_plots := plotting_missing("bench results")) is not None:
         print(no_plots, file=sys.stderr)
         return 2
+    args.out = args.out or Path("out/results" if args.quick else "docs/results")
+    args.cost_dir = args.cost_dir or args.out / "cost"
     runs, stored = RUNS, ensure
-    if absent := [n for n in RESULTS_DATA if missing(n)]:
+    complete = args.reuse and stored_complete(args.out, args.figures, args.cost_dir)
+    absent = [] if complete else [n for n in RESULTS_DATA if missing(n)]
+    if absent:
         if args.reuse or not args.quick:
             print(
                 f"dpstream bench results: {missing_line(absent)}; RESULTS.md compares the "
@@ -226,6 +233,20 @@ def _results(args: argparse.Namespace) -> int:
     )
     print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def stored_complete(out: Path, figures: Path, cost_dir: Path) -> bool:
+    """Whether the run store holds every run RESULTS.md reads (then ``--reuse`` runs nothing
+    and needs no public data set)."""
+    from app.bench.engine.runs import ROWS, RUNS
+    from app.bench.engine.store import find
+    from app.bench.report.stored import STORED
+
+    return (
+        all(find(out / f"{name}-{ds}" / ROWS) for name, ds in RUNS)
+        and all(find(figures / s.folder / s.output) for s in STORED)
+        and find(cost_dir / "cost_slopes.csv") is not None
+    )
 
 
 def plotting_missing(verb: str) -> str | None:

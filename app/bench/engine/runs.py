@@ -1,22 +1,15 @@
-"""The runs behind RESULTS.md: which (preset, dataset) pairs, running or reusing them, and the
-facts of the machine they ran on.
+"""The runs behind RESULTS.md: which (preset, dataset) pairs, and running or reusing them.
 
 :data:`RUNS` lists the runs the claims need. :func:`run_all` runs them (or, with ``reuse``,
-reads back their ``results.csv``) and keeps their wall times in ``<out_root>/runs.json``;
-whenever it runs something it records :func:`machine` in ``<out_root>/machine.json``, so a
-report made later from reused runs still names the machine that measured them.
-
->>> sorted(machine())
-['cpus', 'numpy', 'platform', 'python']
+reads back their ``results.csv.gz``) into the run store (:mod:`app.bench.engine.store`):
+one folder per run under ``out_root``, gzipped rows, and a record of each run that ran (its
+command, commit, machine, wall time) in ``<out_root>/runs.json``, so a report made later from
+reused runs still names the machine that measured them.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import math
-import os
-import platform
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -25,8 +18,9 @@ from typing import Any
 
 from app.bench.engine.presets import Preset, resolve, run_rows, write_tables
 from app.bench.engine.runner import run_preset
+from app.bench.engine.store import find, gzip_file, read_rows, record, records
 
-__all__ = ["RUNS", "Done", "Rows", "machine", "read_csv", "recorded_machine", "run_all"]
+__all__ = ["RUNS", "Done", "Rows", "command", "read_csv", "recorded_machine", "run_all"]
 
 RUNS: tuple[tuple[str, str], ...] = (
     *((p, d) for p in ("pwsm-eps", "pwsm-w") for d in ("tdrive", "tlns", "sin", "log")),
@@ -43,13 +37,13 @@ Rows = list[dict[str, Any]]
 Done = dict[tuple[str, str], tuple[Preset, Rows, float]]
 """``(preset, dataset) -> (preset, rows, wall seconds)``."""
 
-MACHINE_FILE = "machine.json"
+ROWS = "results.csv"
+"""A run's rows in its folder (kept as ``results.csv.gz``)."""
 
 
 def read_csv(path: Path) -> Rows:
-    """A run's ``results.csv``, with its numeric columns typed back."""
-    with path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    """A run's ``results.csv`` (or its ``.gz``), with its numeric columns typed back."""
+    rows: Rows = list(read_rows(find(path) or path))
     for r in rows:
         for k in NUMERIC:
             if k in r:
@@ -60,22 +54,31 @@ def read_csv(path: Path) -> Rows:
     return rows
 
 
-def machine() -> dict[str, str]:
-    """Facts of this machine, measured now: platform, CPU count, Python and numpy versions."""
-    import numpy
+def command(name: str, dataset: str, out_root: Path, quick: bool = False) -> str:
+    """The verb that makes run ``(name, dataset)`` into ``out_root``.
 
-    return {
-        "platform": platform.platform(),
-        "cpus": str(os.cpu_count() or 0),
-        "python": platform.python_version(),
-        "numpy": numpy.__version__,
-    }
+    >>> command("ldp-ids-cfpu", "sin", Path("docs/results"))
+    'dpstream bench ldp-ids --figure cfpu --dataset sin --out docs/results'
+    """
+    paper = "ldp-ids" if name.startswith("ldp-ids-") else name.split("-", 1)[0]
+    figure = name.removeprefix(paper + "-")
+    quick_flag = " --quick" if quick else ""
+    return (
+        f"dpstream bench {paper} --figure {figure} --dataset {dataset}{quick_flag} --out {out_root}"
+    )
 
 
-def recorded_machine(out_root: str | Path) -> dict[str, str] | None:
-    """The machine :func:`run_all` recorded in ``out_root``, or None if it never ran there."""
-    path = Path(out_root) / MACHINE_FILE
-    return dict(json.loads(path.read_text())) if path.exists() else None
+def recorded_machine(
+    out_root: str | Path, keys: Sequence[str] | None = None
+) -> dict[str, str] | None:
+    """The machine recorded for the runs ``keys`` (all runs if None) under ``out_root``: the
+    first one found, or None if none of them recorded one."""
+    log = records(out_root)
+    for key in log if keys is None else keys:
+        found = log.get(key, {}).get("machine")
+        if found:
+            return dict(found)
+    return None
 
 
 def _reuse(
@@ -84,7 +87,7 @@ def _reuse(
     """Read back a run; run only the preset's mechanisms missing from it and merge them in."""
     from app.bench.engine.plots import plot_preset
 
-    rows = read_csv(folder / "results.csv")
+    rows = read_csv(folder / ROWS)
     have = {str(r["mechanism"]) for r in rows}
     missing = tuple(m for m in preset.mechanisms if m not in have)
     if missing:
@@ -92,6 +95,7 @@ def _reuse(
         rows = rows + run_rows(replace(preset, mechanisms=missing), **run)
         walls[key] = round(walls.get(key, 0.0) + time.perf_counter() - began, 1)
         write_tables(rows, folder, preset, walls[key])
+        gzip_file(folder / ROWS)
     plot_preset(rows, folder, preset)  # redraw: figures follow the plotting code
     return rows, bool(missing)
 
@@ -113,21 +117,21 @@ def run_all(
     """
     root = Path(out_root)
     root.mkdir(parents=True, exist_ok=True)
-    log_path = root / "runs.json"
-    walls: dict[str, float] = json.loads(log_path.read_text()) if log_path.exists() else {}
+    log = records(root)
+    walls = {k: float(v["wall_s"]) for k, v in log.items() if "wall_s" in v}
     done: Done = {}
     for name, dataset in runs:
         preset = resolve(name, dataset=dataset, quick=quick)
         key = f"{name}-{dataset}"
         folder = root / key
-        if reuse and (folder / "results.csv").exists():
+        if reuse and find(folder / ROWS):
             rows, ran = _reuse(preset, folder, walls, key, jobs=jobs, progress=progress)
         else:
             began = time.perf_counter()
             rows, _ = run_preset(preset, folder, jobs=jobs, progress=progress)
+            gzip_file(folder / ROWS)
             walls[key], ran = round(time.perf_counter() - began, 1), True
         if ran:
-            log_path.write_text(json.dumps(walls, indent=1))
-            (root / MACHINE_FILE).write_text(json.dumps(machine(), indent=1))
+            record(root, key, command=command(name, dataset, root, quick), wall_s=walls[key])
         done[(name, dataset)] = (preset, rows, walls.get(key, math.nan))
     return done

@@ -4,8 +4,9 @@ Each :class:`Stored` names one run of a paper verb (``dpstream bench pldp | wn |
 its options and the file it writes. The runs live where their figures are linked from (the
 report's figures folder, ``docs/results`` by default): their CSVs are small (gzipped), so the
 folder holds both the data and the PNGs, and ``--reuse`` reads them back. :func:`ensure` runs
-the missing ones (all of them without ``reuse``) and records each run's command, wall time and
-load in ``<root>/runs.json``, the record the report quotes.
+the missing ones (all of them without ``reuse``) and records each run's command, commit,
+machine, wall time and load in ``<root>/runs.json`` (:mod:`app.bench.engine.store`), the record
+the report quotes.
 
 Two outputs no verb writes are produced here from the verbs' own functions: Table 1 of the
 (w,n) paper (:func:`table1`, which ``dpstream bench wn --figure table1`` only prints) and the
@@ -22,34 +23,29 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import importlib
 import json
-import os
-import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.bench.engine.store import find as latest
+from app.bench.engine.store import gzip_file, record, records
+
 __all__ = [
-    "RUNS_FILE",
     "STORED",
     "Produced",
     "Stored",
     "ensure",
     "find",
-    "latest",
-    "read_rows",
     "runnable",
     "table1",
     "thm11",
     "verb_args",
     "zeros_reference",
 ]
-
-RUNS_FILE = "runs.json"
 
 VERB_MODULES = {
     "pldp": "app.bench.pldp.runs",
@@ -219,19 +215,6 @@ def find(specs: Iterable[Stored], key: str) -> Stored:
     return next(s for s in specs if s.key == key)
 
 
-def latest(folder: Path, name: str) -> Path | None:
-    """``folder/name`` or its ``.gz`` copy, whichever is newer; None if neither exists."""
-    found = [p for p in (folder / name, folder / f"{name}.gz") if p.exists()]
-    return max(found, key=lambda p: p.stat().st_mtime) if found else None
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    """A CSV (or gzipped CSV) as rows of strings."""
-    opener: Any = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
 def _write_rows(rows: Sequence[dict[str, Any]], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as fh:
@@ -353,13 +336,6 @@ def _run_verb(spec: Stored, out: Path, quick: bool) -> None:
     module.run_cli(options)
 
 
-def _gzip(path: Path) -> None:
-    """Replace ``path`` by ``path.gz`` (the form the repository keeps)."""
-    with path.open("rb") as src, gzip.open(path.with_name(path.name + ".gz"), "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    path.unlink()
-
-
 def _produce(spec: Stored, root: Path, quick: bool) -> None:
     folder = root / spec.folder
     if spec.producer:
@@ -368,7 +344,7 @@ def _produce(spec: Stored, root: Path, quick: bool) -> None:
         _run_verb(spec, folder, quick)
     plain = folder / spec.output
     if spec.gzip_output and plain.exists():
-        _gzip(plain)
+        gzip_file(plain)
 
 
 def ensure(
@@ -382,25 +358,19 @@ def ensure(
     """Run every stored run (with ``reuse``, only those whose output is missing), record what
     ran in ``<root>/runs.json``, and return ``key -> Produced``."""
     base = Path(root)
-    log_path = base / RUNS_FILE
-    log: dict[str, dict[str, Any]] = json.loads(log_path.read_text()) if log_path.exists() else {}
+    log = records(base)
     done: dict[str, Produced] = {}
     for spec in specs:
         folder = base / spec.folder
-        if not (reuse and latest(folder, spec.output)):
+        if not (reuse and latest(folder / spec.output)):
             began = time.perf_counter()
             produce(spec, base, quick)
-            log[spec.key] = {
-                "command": spec.command(base, quick),
-                "wall_s": round(time.perf_counter() - began, 1),
-                "load": round(os.getloadavg()[0], 2),
-            }
-            base.mkdir(parents=True, exist_ok=True)
-            log_path.write_text(json.dumps(log, indent=1, ensure_ascii=False))
+            wall = round(time.perf_counter() - began, 1)
+            log[spec.key] = record(base, spec.key, command=spec.command(base, quick), wall_s=wall)
         entry = log.get(spec.key, {})
         done[spec.key] = Produced(
             spec,
-            latest(folder, spec.output),
+            latest(folder / spec.output),
             str(entry.get("command", spec.command(base))),
             float(entry.get("wall_s", float("nan"))),
             entry.get("load"),

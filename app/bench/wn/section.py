@@ -20,7 +20,8 @@ from typing import Any
 
 from app.bench.engine.claims import Claim
 from app.bench.engine.markdown import claims_table, not_reproduced, rel
-from app.bench.report.stored import Produced, read_rows
+from app.bench.engine.store import read_rows
+from app.bench.report.stored import Produced
 from app.bench.wn import claims
 
 __all__ = ["HEADING", "NOT_REPRODUCED", "section"]
