@@ -6,7 +6,7 @@ Reproduces the comparisons of Ren et al., SIGMOD 2022, §7 on the binary synthet
 reports per user per slot). Every row records its seed(s) and parameters. Mechanisms are built
 through the registry by :func:`app.bench.engine.simulate.run_local`.
 
-Run it as ``python -m app.bench.ldp_ids.runs --seeds 5`` (a few minutes per ``w`` on 2 cores).
+``dpstream bench ldp-ids`` runs its presets (:mod:`app.bench.engine.presets`).
 
 >>> rows = grid(["sin"], ["lpu", "lbu"], [1.0], [4], users=2_000, slots=30, seeds=[0])
 >>> [(r["mechanism"], round(r["cfpu"], 3)) for r in rows]
@@ -15,7 +15,6 @@ Run it as ``python -m app.bench.ldp_ids.runs --seeds 5`` (a few minutes per ``w`
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +24,7 @@ import numpy.typing as npt
 
 from app.bench.engine.measures import mre
 from app.bench.engine.simulate import LocalRun, run_local
-from app.bench.engine.synthetic import PAPER_SIZES, probabilities
+from app.bench.engine.synthetic import probabilities
 
 MECHANISMS = ("lbu", "lbd", "lba", "lsp", "lpu", "lpd", "lpa")
 BUDGET_DIVISION = ("lbu", "lbd", "lba")
@@ -196,50 +195,3 @@ def summary(
     for r in rows:
         groups.setdefault((r["stream"], r["eps"], r["w"], r["mechanism"]), []).append(r[key])
     return {k: float(np.mean(v)) for k, v in groups.items()}
-
-
-def markdown(rows: list[dict[str, Any]], key: str, mechanisms: Sequence[str]) -> str:
-    """A Markdown table: one line per (stream, eps, w), one column per mechanism."""
-    means = summary(rows, key)
-    seeds = sorted({r["seed"] for r in rows})
-    lines = [
-        f"{key} (mean over seeds {seeds}, N={rows[0]['users']}, T={rows[0]['slots']})",
-        "| stream | eps | w | " + " | ".join(mechanisms) + " |",
-        "|---|---|---|" + "---|" * len(mechanisms),
-    ]
-    for stream, eps, w in sorted({k[:3] for k in means}):
-        cells = [f"{means[(stream, eps, w, m)]:.4f}" for m in mechanisms]
-        lines.append(f"| {stream} | {eps} | {w} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Print the MRE and CFPU tables of the paper's synthetic setting."""
-    users, slots = PAPER_SIZES["ldp-ids"]
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--streams", nargs="+", default=["lns", "sin", "log"])
-    ap.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS))
-    ap.add_argument("--eps", nargs="+", type=float, default=[1.0])
-    ap.add_argument("--w", nargs="+", type=int, default=[20, 40])
-    ap.add_argument("--users", type=int, default=users)
-    ap.add_argument("--slots", type=int, default=slots)
-    ap.add_argument("--seeds", type=int, default=5)
-    args = ap.parse_args(argv)
-    start = time.perf_counter()
-    rows = grid(
-        args.streams,
-        args.mechanisms,
-        args.eps,
-        args.w,
-        args.users,
-        args.slots,
-        list(range(args.seeds)),
-    )
-    print(markdown(rows, "mre", args.mechanisms))
-    print()
-    print(markdown(rows, "cfpu", args.mechanisms))
-    print(f"\n{len(rows)} runs in {time.perf_counter() - start:.0f} s")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,5 +1,4 @@
-"""The command line of the OptStream bench: ``dpstream bench optstream`` and
-``python -m app.bench.optstream.cli``.
+"""The command line of the OptStream bench: ``dpstream bench optstream``.
 
 It routes ``--figure`` to what draws it: the grids of :mod:`app.bench.optstream.runs` (Figs. 3, 4,
 8, 10, Thm 11), the ARMA forecast of :mod:`app.bench.optstream.forecast` (Fig. 6) and the stream
@@ -10,7 +9,6 @@ and mechanisms, so the routing lives here, above all three (no import circle).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from app.bench.optstream import runs as optstream
@@ -21,7 +19,7 @@ visual Figs. 2, 7, 9, 11 (:mod:`app.bench.optstream.visuals`)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``dpstream bench optstream`` (and ``python -m app.bench.optstream.cli``)."""
+    """The options of ``dpstream bench optstream``."""
     parser.add_argument(
         "--figure",
         choices=FIGURES,
@@ -74,8 +72,7 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.figure == "6":
         from app.bench.optstream import forecast as optstream_forecast
 
-        more = ["--out", str(args.out)] if args.out else []
-        return optstream_forecast.main(["--trials", str(trials), *more])
+        return optstream_forecast.write_fig6(trials, args.out)
     if args.figure == "visuals":
         from app.bench.optstream.visuals import write_all
 
@@ -89,15 +86,3 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.figure == "10" and not args.alpha:
         args.alpha = [10.0, 50.0, 100.0]
     return optstream._run(args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m app.bench.optstream.cli", description=optstream.__doc__
-    )
-    add_arguments(parser)
-    return run_cli(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,7 +21,6 @@ days); ``--out`` also writes ``forecast.csv`` (one row per series, trial and day
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import sys
@@ -75,24 +74,20 @@ def run(
     return errors, first
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m app.bench.optstream.forecast", description=__doc__
-    )
-    parser.add_argument("--trials", type=int, default=2)
-    parser.add_argument("--eps", type=float, default=0.1)
-    parser.add_argument("--region", default="Auvergne-Rhône-Alpes")
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
+def write_fig6(
+    trials: int, out: Path | None, eps: float = 0.1, region: str = "Auvergne-Rhône-Alpes"
+) -> int:
+    """Fig. 6 (``dpstream bench optstream --figure 6``): print its table; with ``out``, write
+    ``forecast.csv`` and the figure there."""
     regions, jan = load_rte("2013-01")
     _, feb = load_rte("2013-02")
-    x = np.concatenate([jan, feb])[:, regions.index(args.region)]
+    x = np.concatenate([jan, feb])[:, regions.index(region)]
     first_day = len(jan) // W
     days = range(first_day, len(x) // W)
     labels = [str(date(2013, 1, 1) + timedelta(days=d)) for d in days]
     start = time.time()
-    errors, first = run(x, days, args.eps, args.trials)
-    print(f"### Fig. 6: ARMA(1,1) day-ahead forecast, {args.region}, 2013-02, eps = {args.eps:g}")
+    errors, first = run(x, days, eps, trials)
+    print(f"### Fig. 6: ARMA(1,1) day-ahead forecast, {region}, 2013-02, eps = {eps:g}")
     print("")
     print("| series | log10 mean L1 forecast error | mean L1 (MW) | standard error (MW) |")
     print("|---|---|---|---|")
@@ -101,29 +96,25 @@ def main(argv: list[str] | None = None) -> int:
         se = per_trial.std(ddof=1) / math.sqrt(len(per_trial)) if len(per_trial) > 1 else 0.0
         mean = float(per_trial.mean())
         print(f"| {label} | {math.log10(mean):.3f} | {mean:.1f} | {se:.1f} |")
-    print(f"\n{len(days)} days, {args.trials} trials, {time.time() - start:.0f} s", file=sys.stderr)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        with open(args.out / "forecast.csv", "w", newline="") as fh:
+    print(f"\n{len(days)} days, {trials} trials, {time.time() - start:.0f} s", file=sys.stderr)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / "forecast.csv", "w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(["region", "eps", "series", "seed", "day", "error"])
             for label, errs in errors.items():
                 for seed, row in enumerate(errs):
                     for day, err in zip(labels, row, strict=True):
-                        writer.writerow([args.region, args.eps, label, seed, day, f"{err:.3f}"])
+                        writer.writerow([region, eps, label, seed, day, f"{err:.3f}"])
         plot_forecast(
             np.rint(x[days.start * W : (days.start + 1) * W]),
             first,
             {label: errs.mean(axis=0) for label, errs in errors.items()},
             labels,
-            args.out / "fig6_forecast.png",
-            title=f"OptStream Fig. 6, ARMA(1,1) day-ahead forecast, {args.region}, "
-            f"eps = {args.eps:g} ({args.trials} trials)",
+            out / "fig6_forecast.png",
+            title=f"OptStream Fig. 6, ARMA(1,1) day-ahead forecast, {region}, "
+            f"eps = {eps:g} ({trials} trials)",
             footer="rte2013 (RTE regions, Jan-Feb 2013) released as one stream; each February day "
             "forecast from the 28 days before; Real = fitted on the true series",
         )
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

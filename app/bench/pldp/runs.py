@@ -237,14 +237,8 @@ QUICK = {"seeds": 1, "slots": 200, "real_slots": 240, "users": 2_000}
 """``--quick``: one seed, 200 synthetic slots of 2,000 users, the first 240 Taxi slots."""
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    add_arguments(parser)
-    return run_cli(parser.parse_args(argv))
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``dpstream bench pldp`` (and ``python -m app.bench.pldp.runs``)."""
+    """The options of ``dpstream bench pldp``."""
     parser.add_argument("--quick", action="store_true", help="1 seed, 200 slots, 2,000 users")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--sweeps", nargs="+", default=list(SWEEPS), choices=list(SWEEPS))
@@ -292,7 +286,3 @@ def _run_args(args: argparse.Namespace) -> list[dict[str, Any]]:
         print(f"checkins skipped: no Foursquare files at {checkins_paths()[0].parent}")
         datasets.remove("checkins")
     return run(datasets, args.sweeps, range(args.seeds), args.mechanisms, options, args.step)
-
-
-if __name__ == "__main__":
-    main()

@@ -140,14 +140,8 @@ def plots(rows: Sequence[dict[str, Any]], out: Path, name: str) -> list[Path]:
     return paths
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run_cli(ap.parse_args(argv))
-
-
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    """The options of ``dpstream bench wn`` (and ``python -m app.bench.wn.figs``)."""
+    """The options of ``dpstream bench wn``."""
     ap.add_argument(
         "--figure",
         choices=(*PRESETS, "table1"),
@@ -179,7 +173,7 @@ def run_cli(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        return trajectory_range.main(["--data", ",".join(public)])
+        return trajectory_range.print_tables(public)
     figures = [args.figure] if args.figure else list(PRESETS)
     args.out.mkdir(parents=True, exist_ok=True)
     seeds = 1 if args.quick else args.seeds
@@ -206,7 +200,3 @@ def run_cli(args: argparse.Namespace) -> int:
         writer.writeheader()
         writer.writerows(rows)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

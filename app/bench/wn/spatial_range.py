@@ -25,7 +25,6 @@ dataset.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable, Sequence
 from datetime import date
@@ -149,11 +148,9 @@ LOADERS: dict[str, Callable[[], tuple[Graph, list[Visits]]]] = {
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=",".join(LOADERS), help="comma-separated datasets")
-    args = ap.parse_args(argv)
-    for name in args.data.split(","):
+def print_tables(names: Sequence[str]) -> int:
+    """Print Table 1 of each data set of ``names`` (``dpstream bench wn --figure table1``)."""
+    for name in names:
         started = time.perf_counter()
         graph, users = LOADERS[name]()
         table = range_table(Ranges(graph), users)
@@ -163,7 +160,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(markdown(table))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -16,14 +16,11 @@ Resolution of what the data lacks (it has no timestamps):
   held-out sessions' per-slot counts (spec A5), never of the released series.
 
 Errors follow Eq. 19: MAE, and MRE with the floor ``0.1%`` of the slot's true total.
-``python -m app.bench.wn.trajectory [--quick]`` prints the tables; mechanisms come from the
-registry.
+``dpstream bench wn`` runs it (:mod:`app.bench.wn.figs`); mechanisms come from the registry.
 """
 
 from __future__ import annotations
 
-import argparse
-import time
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -198,51 +195,3 @@ def sweep(
                 }
             )
     return rows
-
-
-def table(rows: list[dict[str, float | str]], measure: str) -> str:
-    """A Markdown table: one row per sweep value, one column per mechanism."""
-    values = list(dict.fromkeys(r["value"] for r in rows))
-    head = f"| {rows[0]['axis']} | " + " | ".join(MECHANISMS) + " |"
-    lines = [head, "|" + "---|" * (len(MECHANISMS) + 1)]
-    for v in values:
-        cells = {r["mechanism"]: r[measure] for r in rows if r["value"] == v}
-        lines.append(f"| {v:g} | " + " | ".join(f"{cells[m]:.4g}" for m in MECHANISMS) + " |")
-    return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="3 points per sweep, 1 seed, T = 256")
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--l", dest="cap", type=int, default=5, help="distinct pages kept per user")
-    args = ap.parse_args(argv)
-    started = time.perf_counter()
-    slots = 256 if args.quick else 768
-    seeds = 1 if args.quick else args.seeds
-    data = load(slots=slots, cap=args.cap)
-    g = data.graph
-    ecc = [int(g.hop_distances(c).max()) for c in range(g.nodes)]
-    print(
-        f"msnbc stand-in: T={slots}, d={g.nodes}, l={args.cap} "
-        f"(clipped {100 * data.clipped_share:.2f}% of visits), graph {g.edge_count} edges, "
-        f"degree {int(g.degree().min())}..{int(g.degree().max())}, radius {min(ecc)}, "
-        f"diameter {max(ecc)}, {len(data.page_groups)} page groups, Kalman Q={data.process_var:.4g}"
-    )
-    base = {"eps": 1.0, "w": 120.0, "n": 2.0}
-    grids: dict[str, list[float]] = {
-        "eps": [0.2, 0.6, 1.0] if args.quick else [0.2, 0.4, 0.6, 0.8, 1.0],
-        "w": [40.0, 120.0, 200.0] if args.quick else [40.0, 80.0, 120.0, 160.0, 200.0],
-        "n": [float(n) for n in range(1, max(ecc) + 2)],
-    }
-    for axis, values in grids.items():
-        rows = sweep(data, axis, values, base, args.cap, seeds)
-        for measure in ("mae", "mre"):
-            print(f"\n{measure.upper()} vs {axis} (others at eps=1, w=120, n=2; {seeds} seeds)")
-            print(table(rows, measure))
-    print(f"\n{time.perf_counter() - started:.0f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
