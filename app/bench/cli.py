@@ -157,15 +157,8 @@ def _refusing_missing_data(func: Any) -> Any:
     return verb
 
 
-def fallback_note(verb: str, skipped: list[str], instead: str) -> str:
-    """The one line a verb prints when it runs without the public data sets ``skipped``."""
-    from app.bench.engine.datasets import missing_line
-
-    return f"dpstream {verb}: {missing_line(skipped)}; running {instead} instead"
-
-
 def _preset(args: argparse.Namespace) -> int:
-    from app.bench.engine.datasets import missing, require
+    from app.bench.engine.datasets import fallback_note, missing, require
     from app.bench.engine.presets import resolve
     from app.bench.engine.runner import run_preset
 
@@ -195,7 +188,7 @@ RESULTS_DATA = ("tdrive", "rte2013", "msnbc", "diginetica")
 def _results(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from app.bench.engine.datasets import missing, missing_line
+    from app.bench.engine.datasets import fallback_note, missing, missing_line
     from app.bench.engine.runs import RUNS
     from app.bench.report.regenerate import regenerate
     from app.bench.report.stored import ensure, runnable
@@ -292,7 +285,7 @@ def _grid(args: argparse.Namespace) -> int:
 
 def _cost(args: argparse.Namespace) -> int:
     from app.bench.engine.cost import step_times, tdrive_replay
-    from app.bench.engine.datasets import missing
+    from app.bench.engine.datasets import fallback_note, missing
 
     if (no_plots := plotting_missing("bench cost")) is not None:
         print(no_plots, file=sys.stderr)

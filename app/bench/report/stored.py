@@ -47,12 +47,6 @@ __all__ = [
     "zeros_reference",
 ]
 
-VERB_MODULES = {
-    "pldp": "app.bench.pldp.runs",
-    "optstream": "app.bench.optstream.cli",
-    "wn": "app.bench.wn.figs",
-}
-
 
 @dataclass(frozen=True)
 class Stored:
@@ -326,9 +320,9 @@ def verb_args(spec: Stored, quick: bool) -> list[str]:
 
 def _run_verb(spec: Stored, out: Path, quick: bool) -> None:
     """The verb in this process, as ``dpstream bench <paper> <args> --out <out>`` runs it."""
-    from app.bench.verbs import fall_back
+    from app.bench.papers import MODULES, fall_back
 
-    module = importlib.import_module(VERB_MODULES[spec.paper])
+    module = importlib.import_module(MODULES[spec.paper])
     parser = argparse.ArgumentParser(prog=f"dpstream bench {spec.paper}")
     module.add_arguments(parser)
     options = parser.parse_args([*verb_args(spec, quick), "--out", str(out)])

@@ -230,6 +230,11 @@ to the folder holding it (docs/datasets.md: where the public data comes from)
     )
 
 
+def fallback_note(verb: str, skipped: list[str], instead: str) -> str:
+    """The one line a verb prints when it runs without the public data sets ``skipped``."""
+    return f"dpstream {verb}: {missing_line(skipped)}; running {instead} instead"
+
+
 def require(name: str) -> None:
     """Raise :class:`DatasetMissing` (one line) if ``name`` is a missing public data set."""
     if missing(name):
