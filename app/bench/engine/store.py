@@ -4,7 +4,9 @@ The root (``docs/results`` for RESULTS.md) holds a folder per run with its rows 
 gzipped (``results.csv.gz``, ``optstream.csv.gz``, ...: the form the repository keeps, so that
 ``dpstream bench results --reuse`` rebuilds the report from a clone), and one ``runs.json``:
 per run, the command that made it, the commit it ran at, the machine, its wall time, the
-1-minute load after it and the facts of its data the report quotes (:func:`record`).
+1-minute load after it and the facts of its data the report quotes (:func:`record`). A paper
+verb's run kept there is named by a :class:`Stored` spec (the report's list of them is
+:data:`app.bench.report.stored.STORED`) and read back as a :class:`Produced`.
 
 >>> sorted(machine())
 ['cpus', 'numpy', 'platform', 'python']
@@ -19,11 +21,16 @@ import os
 import platform
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "RUNS_FILE",
+    "SCALE_OPTIONS",
+    "Produced",
+    "Stored",
+    "verb_args",
     "commit",
     "find",
     "gzip_file",
@@ -120,3 +127,76 @@ def gzip_file(path: Path) -> Path:
             shutil.copyfileobj(src, dst)
     path.unlink()
     return out
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One stored run: ``key``, the ``paper`` verb, its ``folder`` under the root, the file
+    the run writes (``output``; a ``.gz`` copy counts too), the verb's options (``--out`` is
+    added), for outputs no verb writes the name of the producer that writes them
+    (:data:`app.bench.report.stored.PRODUCERS`), and the
+    public data sets it reads whatever its ``--data`` (``reads``)."""
+
+    key: str
+    paper: str
+    folder: str
+    output: str
+    args: tuple[str, ...] = ()
+    producer: str | None = None
+    gzip_output: bool = True
+    reads: tuple[str, ...] = ()
+
+    def public_data(self) -> list[str]:
+        """The data sets asked for by name (``--data``) or read whatever the options (``reads``).
+
+        >>> Stored("o", "optstream", "o", "x.csv", ("--data", "rte2013")).public_data()
+        ['rte2013']
+        """
+        named = [v for k, v in zip(self.args, self.args[1:], strict=False) if k == "--data"]
+        return [*named, *self.reads]
+
+    def command(self, root: Path, quick: bool = False) -> str:
+        """The command line that makes this run."""
+        if self.producer:
+            return f"dpstream bench results (its {self.producer} step)"
+        out = root / self.folder if self.folder != "." else root
+        args = verb_args(self, quick)
+        return " ".join(["dpstream bench", self.paper, *args, "--out", str(out)])
+
+
+@dataclass(frozen=True)
+class Produced:
+    """A stored run as the report reads it: the output's path (None: missing), the command
+    that made it, its wall time (NaN: not recorded) and the 1-minute load after it."""
+
+    spec: Stored
+    path: Path | None
+    command: str
+    wall_s: float
+    load: float | None
+
+
+SCALE_OPTIONS = ("--trials", "--seeds", "--slots", "--real-slots")
+"""Options that set a run's size: ``--quick`` drops them, so that the verb's quick profile
+decides the size."""
+
+
+def verb_args(spec: Stored, quick: bool) -> list[str]:
+    """The verb's options for ``spec``; quick: its ``--quick`` profile instead of the sizes.
+
+    >>> spec = Stored("f4", "optstream", "f4", "x.csv", ("--figure", "4", "--trials", "3"))
+    >>> verb_args(spec, quick=True)
+    ['--figure', '4', '--quick']
+    """
+    if not quick:
+        return list(spec.args)
+    out: list[str] = []
+    skip = False
+    for a in spec.args:
+        if skip:
+            skip = False
+        elif a in SCALE_OPTIONS:
+            skip = True
+        else:
+            out.append(a)
+    return [*out, "--quick"]

@@ -22,9 +22,8 @@ from typing import Any
 
 from app.bench.engine.claims import Claim
 from app.bench.engine.markdown import claims_table, not_reproduced, rel
-from app.bench.engine.store import read_rows
+from app.bench.engine.store import Produced, read_rows
 from app.bench.optstream import claims
-from app.bench.report.stored import Produced
 
 __all__ = ["HEADING", "NOT_REPRODUCED", "section", "stats_table"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from app.bench.engine.claims import Claim, Verdict, pct
 from app.bench.engine.markdown import claims_table, not_reproduced, rel
+from app.bench.engine.store import Produced
 from app.bench.pldp import claims
-from app.bench.report.stored import Produced
 
 __all__ = ["HEADING", "NOT_REPRODUCED", "section"]
 

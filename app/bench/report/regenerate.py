@@ -20,13 +20,13 @@ from typing import Any
 from app.bench.engine.claims import Claim
 from app.bench.engine.evidence import population, zero_release_amre
 from app.bench.engine.runs import RUNS, Done, recorded_machine, run_all
-from app.bench.engine.store import find, gzip_file, record, records, write_records
+from app.bench.engine.store import Produced, find, gzip_file, record, records, write_records
 from app.bench.optstream import section as optstream
 from app.bench.pldp import section as pldp
 from app.bench.report.checks import run_checks
 from app.bench.report.claims import claims
 from app.bench.report.render import closing_note, cost_section, render
-from app.bench.report.stored import Produced, ensure
+from app.bench.report.stored import ensure
 from app.bench.wn import section as wn
 
 __all__ = ["copy_figures", "regenerate"]

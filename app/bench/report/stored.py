@@ -27,59 +27,13 @@ import importlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.bench.engine.store import Produced, Stored, gzip_file, record, records, verb_args
 from app.bench.engine.store import find as latest
-from app.bench.engine.store import gzip_file, record, records
 
-__all__ = [
-    "STORED",
-    "Produced",
-    "Stored",
-    "ensure",
-    "find",
-    "runnable",
-    "table1",
-    "thm11",
-    "verb_args",
-    "zeros_reference",
-]
-
-
-@dataclass(frozen=True)
-class Stored:
-    """One stored run: ``key``, the ``paper`` verb, its ``folder`` under the root, the file
-    the run writes (``output``; a ``.gz`` copy counts too), the verb's options (``--out`` is
-    added), for outputs no verb writes the name of the producer in :data:`PRODUCERS`, and the
-    public data sets it reads whatever its ``--data`` (``reads``)."""
-
-    key: str
-    paper: str
-    folder: str
-    output: str
-    args: tuple[str, ...] = ()
-    producer: str | None = None
-    gzip_output: bool = True
-    reads: tuple[str, ...] = ()
-
-    def public_data(self) -> list[str]:
-        """The data sets asked for by name (``--data``) or read whatever the options (``reads``).
-
-        >>> find(STORED, "optstream-fig3").public_data(), find(STORED, "wn").public_data()
-        (['rte2013'], [])
-        """
-        named = [v for k, v in zip(self.args, self.args[1:], strict=False) if k == "--data"]
-        return [*named, *self.reads]
-
-    def command(self, root: Path, quick: bool = False) -> str:
-        """The command line that makes this run."""
-        if self.producer:
-            return f"dpstream bench results (its {self.producer} step)"
-        out = root / self.folder if self.folder != "." else root
-        args = verb_args(self, quick)
-        return " ".join(["dpstream bench", self.paper, *args, "--out", str(out)])
+__all__ = ["STORED", "ensure", "find", "runnable", "table1", "thm11", "zeros_reference"]
 
 
 STORED: tuple[Stored, ...] = (
@@ -192,18 +146,6 @@ STORED: tuple[Stored, ...] = (
 """Every stored run RESULTS.md reads, with the presets its sections state."""
 
 
-@dataclass(frozen=True)
-class Produced:
-    """A stored run as the report reads it: the output's path (None: missing), the command
-    that made it, its wall time (NaN: not recorded) and the 1-minute load after it."""
-
-    spec: Stored
-    path: Path | None
-    command: str
-    wall_s: float
-    load: float | None
-
-
 def find(specs: Iterable[Stored], key: str) -> Stored:
     """The spec named ``key``."""
     return next(s for s in specs if s.key == key)
@@ -291,31 +233,6 @@ def runnable(specs: Sequence[Stored] = STORED) -> list[Stored]:
     from app.bench.engine.datasets import missing
 
     return [s for s in specs if not any(missing(n) for n in s.public_data())]
-
-
-SCALE_OPTIONS = ("--trials", "--seeds", "--slots", "--real-slots")
-"""Options that set a run's size: ``--quick`` drops them, so that the verb's quick profile
-decides the size."""
-
-
-def verb_args(spec: Stored, quick: bool) -> list[str]:
-    """The verb's options for ``spec``; quick: its ``--quick`` profile instead of the sizes.
-
-    >>> verb_args(find(STORED, "optstream-fig4"), quick=True)
-    ['--figure', '4', '--data', 'rte2013', '--quick']
-    """
-    if not quick:
-        return list(spec.args)
-    out: list[str] = []
-    skip = False
-    for a in spec.args:
-        if skip:
-            skip = False
-        elif a in SCALE_OPTIONS:
-            skip = True
-        else:
-            out.append(a)
-    return [*out, "--quick"]
 
 
 def _run_verb(spec: Stored, out: Path, quick: bool) -> None:

@@ -1,6 +1,6 @@
 """(w,n)-DP (Liu et al. 2021; spec seed-003 §5.7): its section of RESULTS.md, from the stored
 runs of ``dpstream bench wn`` (Figs. 8-10, ``wn/trajectory.csv.gz``) and of Table 1
-(``wn/table1.csv.gz``, :func:`app.bench.report.stored.table1`).
+(``wn/table1.csv.gz``, ``table1`` of :mod:`app.bench.report.stored`).
 
 Claims: :mod:`app.bench.wn.claims`. Tables list every mechanism the run holds, so a
 mechanism added to the bench (the publish-every-timestamp contrast, RescueDP with its dynamic
@@ -20,8 +20,7 @@ from typing import Any
 
 from app.bench.engine.claims import Claim
 from app.bench.engine.markdown import claims_table, not_reproduced, rel
-from app.bench.engine.store import read_rows
-from app.bench.report.stored import Produced
+from app.bench.engine.store import Produced, read_rows
 from app.bench.wn import claims
 
 __all__ = ["HEADING", "NOT_REPRODUCED", "section"]

@@ -6,9 +6,9 @@ import gzip
 import json
 import os
 
-from app.bench.engine.store import RUNS_FILE, commit, machine, read_rows
+from app.bench.engine.store import RUNS_FILE, Stored, commit, machine, read_rows, verb_args
 from app.bench.engine.store import find as latest
-from app.bench.report.stored import Stored, ensure, verb_args
+from app.bench.report.stored import ensure
 
 SPECS = (
     Stored("a", "optstream", "a", "out.csv", ("--figure", "8")),
