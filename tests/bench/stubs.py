@@ -13,6 +13,19 @@ TINY_OPTIONS = {"N": 300, "T": 300, "users": 3000, "slots": 60}
 """Dataset sizes of :func:`shrink_quick`: a few seconds a run where ``--quick`` takes a minute."""
 
 
+def skip_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lay out the bench's figures but write each PNG empty (rendering is most of a tiny run's
+    time), for tests of where figures go, not of how they look."""
+    from app.bench.engine import plots
+
+    def unrendered(fig: Any, path: str | Path, footer: str, dpi: int) -> Path:
+        plots._pyplot().close(fig)
+        Path(path).write_bytes(b"")
+        return Path(path)
+
+    monkeypatch.setattr(plots, "save", unrendered)
+
+
 def shrink_quick(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make ``--quick`` presets smaller still (one seed, two sweep points, a few hundred users
     and slots), for tests of what runs and where, not of the numbers."""

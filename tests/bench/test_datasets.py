@@ -17,7 +17,7 @@ from app.bench.engine.datasets import msnbc as msnbc_module
 from app.bench.engine.datasets.base import fill_slots, parse_duration
 from app.bench.engine.datasets.synthetic import load_synthetic, probabilities
 from app.bench.engine.datasets.tdrive import default_dir
-from tests.bench.stubs import shrink_quick
+from tests.bench.stubs import shrink_quick, skip_rendering
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CHECKINS, POIS = FIXTURES / "checkins.tsv", FIXTURES / "pois.tsv"
@@ -330,13 +330,14 @@ def test_a_paper_verb_quick_skips_its_runs_on_missing_public_sets(
 def test_bench_wn_quick_runs_on_generated_trajectories_without_the_public_sets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    """A clone has no msnbc, T-Drive or Diginetica: bench wn runs its generated stand-ins."""
+    """A clone has no msnbc, T-Drive or Diginetica: bench wn runs its generated stand-ins (on
+    their first 48 slots: what runs matters here, not the numbers)."""
     from app.bench.wn.generated import GENERATED
     from app.cli import main
 
     monkeypatch.setenv("DPSTREAM_DATA", str(tmp_path / "empty"))
     monkeypatch.chdir(tmp_path)
-    assert main(["bench", "wn", "--quick", "--out", "out"]) == 0
+    assert main(["bench", "wn", "--quick", "--slots", "48", "--out", "out"]) == 0
     err = capsys.readouterr().err
     note = [line for line in err.splitlines() if "DPSTREAM_DATA" in line]
     assert len(note) == 1 and "msnbc, tdrive, diginetica not found" in note[0]
@@ -355,7 +356,7 @@ def test_bench_results_quick_runs_on_generated_data_without_the_public_sets(
 
     Cheap (issue 35: it took 177 s in CI): the grid's quick presets shrunk further, of the
     papers' stored runs only (w,n)'s (the one asserted on) on 48 slots, a cost sweep of two
-    points an axis, the deterministic checks not run."""
+    points an axis, the figures laid out but not rendered, the deterministic checks not run."""
     from app.bench.engine import cost
     from app.bench.engine.datasets import PUBLIC_DATA
     from app.bench.engine.runs import RUNS
@@ -364,6 +365,7 @@ def test_bench_results_quick_runs_on_generated_data_without_the_public_sets(
     from app.cli import main
 
     shrink_quick(monkeypatch)
+    skip_rendering(monkeypatch)
     runnable = stored_runs.runnable
     monkeypatch.setattr(stored_runs, "runnable", lambda: [s for s in runnable() if s.paper == "wn"])
     monkeypatch.setattr(regenerate, "run_checks", dict)
