@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
         description="Replay a dataset through mechanisms over eps x w x seeds; write "
         "results.csv and results.md.",
     )
-    from app.bench.presets import names as preset_names
+    from app.bench.engine.presets import names as preset_names
 
     bench.add_argument(
         "--preset",
@@ -85,16 +85,19 @@ def register(sub: Any) -> None:
     results.add_argument(
         "--reuse",
         action="store_true",
-        help="reuse the stored runs (results.csv files, docs/results); run only what is "
-        "missing (needs the public data sets)",
+        help="reuse the stored runs (the run store, docs/results); run only what is missing "
+        "(that needs the public data sets; a complete store needs none)",
     )
     results.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
-    results.add_argument("--out", type=Path, default=Path("out/results"), help="run folders")
+    results.add_argument(
+        "--out",
+        type=Path,
+        help="the run store (default docs/results; with --quick, out/results)",
+    )
     results.add_argument(
         "--cost-dir",
         type=Path,
-        default=Path("out/cost"),
-        help="cost benchmark folder (run if missing)",
+        help="cost benchmark folder, run if missing (default <--out>/cost)",
     )
     results.add_argument("--write", type=Path, default=Path("RESULTS.md"), help="report path")
     results.add_argument(
@@ -126,7 +129,7 @@ def _refusing_missing_data(func: Any) -> Any:
 
     @functools.wraps(func)
     def verb(args: argparse.Namespace) -> int:
-        from app.bench.datasets import DatasetMissing
+        from app.bench.engine.datasets import DatasetMissing
 
         try:
             return int(func(args))
@@ -137,17 +140,10 @@ def _refusing_missing_data(func: Any) -> Any:
     return verb
 
 
-def fallback_note(verb: str, skipped: list[str], instead: str) -> str:
-    """The one line a verb prints when it runs without the public data sets ``skipped``."""
-    from app.bench.datasets import missing_line
-
-    return f"dpstream {verb}: {missing_line(skipped)}; running {instead} instead"
-
-
 def _preset(args: argparse.Namespace) -> int:
-    from app.bench.datasets import missing, require
-    from app.bench.presets import resolve
-    from app.bench.runner import run_preset
+    from app.bench.engine.datasets import fallback_note, missing, require
+    from app.bench.engine.presets import resolve
+    from app.bench.engine.runner import run_preset
 
     try:
         preset = resolve(args.preset, dataset=args.dataset, quick=args.quick)
@@ -175,16 +171,20 @@ RESULTS_DATA = ("tdrive", "rte2013", "msnbc", "diginetica")
 def _results(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from app.bench.datasets import missing, missing_line
+    from app.bench.engine.datasets import fallback_note, missing, missing_line
+    from app.bench.engine.runs import RUNS
     from app.bench.report.regenerate import regenerate
-    from app.bench.report.runs import RUNS
     from app.bench.report.stored import ensure, runnable
 
     if (no_plots := plotting_missing("bench results")) is not None:
         print(no_plots, file=sys.stderr)
         return 2
+    args.out = args.out or Path("out/results" if args.quick else "docs/results")
+    args.cost_dir = args.cost_dir or args.out / "cost"
     runs, stored = RUNS, ensure
-    if absent := [n for n in RESULTS_DATA if missing(n)]:
+    complete = args.reuse and stored_complete(args.out, args.figures, args.cost_dir)
+    absent = [] if complete else [n for n in RESULTS_DATA if missing(n)]
+    if absent:
         if args.reuse or not args.quick:
             print(
                 f"dpstream bench results: {missing_line(absent)}; RESULTS.md compares the "
@@ -211,6 +211,20 @@ def _results(args: argparse.Namespace) -> int:
     return 0
 
 
+def stored_complete(out: Path, figures: Path, cost_dir: Path) -> bool:
+    """Whether the run store holds every run RESULTS.md reads (then ``--reuse`` runs nothing
+    and needs no public data set)."""
+    from app.bench.engine.runs import ROWS, RUNS
+    from app.bench.engine.store import find
+    from app.bench.report.stored import STORED
+
+    return (
+        all(find(out / f"{name}-{ds}" / ROWS) for name, ds in RUNS)
+        and all(find(figures / s.folder / s.output) for s in STORED)
+        and find(cost_dir / "cost_slopes.csv") is not None
+    )
+
+
 def plotting_missing(verb: str) -> str | None:
     """The one-line error to print if matplotlib (the ``bench`` extra) is not installed."""
     import importlib.util
@@ -224,7 +238,7 @@ def plotting_missing(verb: str) -> str | None:
 
 
 def _grid(args: argparse.Namespace) -> int:
-    from app.bench.grid import Grid, run_grid, write_results
+    from app.bench.engine.grid import Grid, run_grid, write_results
 
     if (missing := plotting_missing("bench")) is not None:
         print(missing, file=sys.stderr)
@@ -253,8 +267,8 @@ def _grid(args: argparse.Namespace) -> int:
 
 
 def _cost(args: argparse.Namespace) -> int:
-    from app.bench.cost import step_times, tdrive_replay
-    from app.bench.datasets import missing
+    from app.bench.engine.cost import step_times, tdrive_replay
+    from app.bench.engine.datasets import fallback_note, missing
 
     if (no_plots := plotting_missing("bench cost")) is not None:
         print(no_plots, file=sys.stderr)
@@ -310,7 +324,7 @@ def _replay(args: argparse.Namespace) -> int:
     except (DPError, ValueError) as exc:
         print(f"dpstream replay: {exc}", file=sys.stderr)
         return 2
-    from app.bench import measures
+    from app.bench.engine import measures
 
     print(
         f"error over {args.slots} slots (released vs true counts): "
@@ -329,7 +343,7 @@ def _takes_groups(cls: Any) -> bool:
 def _replay_central(args: argparse.Namespace) -> tuple[Any, Any]:
     import numpy as np
 
-    from app.bench.synthetic import group_counts
+    from app.bench.engine.synthetic import group_counts
     from app.dp.interfaces import as_slotted
     from app.dp.registry import create
     from app.dp.types import Group
@@ -353,12 +367,13 @@ def _replay_central(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _replay_local(args: argparse.Namespace, cls: Any) -> tuple[Any, Any]:
-    """Devices and service offline (:func:`app.bench.simulate.run_local`); frequencies x N."""
+    """Devices and service offline (:func:`app.bench.engine.simulate.run_local`);
+    frequencies x N."""
     import numpy as np
 
-    from app.bench import replay
-    from app.bench.simulate import run_local
-    from app.bench.synthetic import values
+    from app.bench.engine import replay
+    from app.bench.engine.simulate import run_local
+    from app.bench.engine.synthetic import values
     from app.dp.types import Group
 
     rng = np.random.default_rng(args.seed)

@@ -12,16 +12,14 @@ wn         (w,n)-DP Figs. 8-10, Table 1            fig8, fig9, fig10, table1
 
 Every verb takes ``--quick`` (a reduced grid, minutes) and ``--out`` (the output folder) and
 draws progress bars on stderr. ``pwsm`` and ``ldp-ids`` run the presets of
-:mod:`app.bench.presets` through :func:`app.bench.report.runs.run_all`, the same runs that
+:mod:`app.bench.engine.presets` through :func:`app.bench.engine.runs.run_all`, the same runs that
 ``dpstream bench results`` reads (so ``--out out/results`` feeds ``results --reuse``); the
-others run their paper's module (:mod:`app.bench.pldp`, :mod:`app.bench.optstream_cli`,
-:mod:`app.bench.trajectory_figs`), whose options they take as they are; ``results`` reads their
+others run their paper's module (:mod:`app.bench.pldp.runs`, :mod:`app.bench.optstream.cli`,
+:mod:`app.bench.wn.figs`), whose options they take as they are; ``results`` reads their
 stored runs from ``docs/results`` (the folders and options of
 :data:`app.bench.report.stored.STORED`), so a rerun with ``--out docs/results/<folder>`` feeds
 ``results --reuse`` too.
 
->>> sorted(PAPERS)
-['ldp-ids', 'optstream', 'pldp', 'pwsm', 'wn']
 >>> [f for f in grid_figures("pwsm")]
 ['eps', 'ratio-eps', 'ratio-w', 'w']
 """
@@ -33,32 +31,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PAPERS", "fall_back", "grid_figures", "register"]
+from app.bench.papers import MODULES, PAPERS, fall_back
 
-PAPERS = {
-    "pwsm": "PWSM (Du et al., PVLDB 2025): AMRE against eps, w and the two-group ratio",
-    "ldp-ids": "LDP-IDS (Ren et al., SIGMOD 2022): MRE against eps and w, CFPU",
-    "pldp": "PLDP-IDS (Du et al.): AMSE against eps and w, ablations",
-    "optstream": "OptStream (Fioretto & Van Hentenryck, AAMAS 2018): Figs. 3, 4, 6, 8, 10",
-    "wn": "(w,n)-DP (Liu et al. 2021): MAE/MRE against eps, w and n; Table 1",
-}
-"""The verbs, with their help lines."""
+__all__ = ["grid_figures", "register"]
 
 
 def grid_figures(paper: str) -> list[str]:
     """The preset suffixes of ``paper`` (``pwsm`` or ``ldp-ids``): ``pwsm-eps`` -> ``eps``."""
-    from app.bench.presets import names
+    from app.bench.engine.presets import names
 
     return [n.removeprefix(paper + "-") for n in names() if n.startswith(paper + "-")]
-
-
-MODULES = {
-    "pldp": "app.bench.pldp",
-    "optstream": "app.bench.optstream_cli",
-    "wn": "app.bench.trajectory_figs",
-}
-"""The papers whose verb takes its module's own options (the module is heavy: numpy, scipy,
-matplotlib; it is imported when the verb runs, never when the parser is built)."""
 
 
 def register(kinds: Any) -> None:
@@ -83,7 +65,7 @@ def _module_paper(args: argparse.Namespace) -> int:
     (``args.rest``, ``-h`` included) and its ``run_cli`` runs them."""
     import importlib
 
-    from app.bench.datasets import missing_line, require
+    from app.bench.engine.datasets import missing_line, require
 
     module = importlib.import_module(MODULES[args.paper])
     parser = argparse.ArgumentParser(
@@ -105,44 +87,16 @@ def _module_paper(args: argparse.Namespace) -> int:
     return int(module.run_cli(options))
 
 
-MODULE_DATA = {"pldp": ("datasets", False), "optstream": ("data", False), "wn": ("data", True)}
-"""Each module verb's dataset option: its ``dest`` and whether it is comma-separated (else a
-list). A module's ``STAND_INS`` (public set -> generated set), if it has one, names what runs
-in place of a missing default set (``wn``: :data:`app.bench.trajectory_generated.STAND_INS`)."""
-
-
-def fall_back(
-    paper: str, module: Any, parser: argparse.ArgumentParser, options: argparse.Namespace
-) -> tuple[list[str], list[str]]:
-    """A module verb's data sets, and the missing public sets it skips; sets ``options``.
-
-    Only the default data option falls back (a set asked for by name is the caller's to
-    :func:`~app.bench.datasets.require`): each missing set gives way to the module's generated
-    stand-in, if its ``STAND_INS`` names one, else is dropped."""
-    from app.bench.datasets import missing
-
-    dest, comma = MODULE_DATA[paper]
-    chosen = getattr(options, dest)
-    names = chosen.split(",") if comma else list(chosen)
-    skipped = [n for n in names if missing(n)] if chosen == parser.get_default(dest) else []
-    if skipped:
-        stand_ins = getattr(module, "STAND_INS", {})
-        extra = [stand_ins[n] for n in skipped if n in stand_ins]
-        names = list(dict.fromkeys([n for n in names if n not in skipped] + extra))
-    setattr(options, dest, ",".join(names) if comma else names)
-    return names, skipped
-
-
 def _fallback(paper: str, skipped: list[str], instead: str) -> str:
-    from app.bench.cli import fallback_note
+    from app.bench.engine.datasets import fallback_note
 
     return fallback_note(f"bench {paper}", skipped, instead)
 
 
 def _grid_paper(args: argparse.Namespace) -> int:
     """``dpstream bench pwsm`` / ``ldp-ids``: the paper's presets on its datasets."""
-    from app.bench.datasets import missing, require
-    from app.bench.report.runs import RUNS, run_all
+    from app.bench.engine.datasets import missing, require
+    from app.bench.engine.runs import RUNS, run_all
 
     prefix = args.paper + "-"
     if args.dataset is not None:

@@ -17,10 +17,10 @@ True values (``--values``):
 
 * ``synthetic:<law>`` (``sin``, ``log``, ``tlns``/``lns``): at the mechanism's slot ``t`` every
   device holds 1 with probability ``p_t`` (the papers' binary streams,
-  :mod:`app.bench.synthetic`), else 0; ``synthetic:wave`` is the demo's law,
+  :mod:`app.bench.engine.synthetic`), else 0; ``synthetic:wave`` is the demo's law,
   ``p_t = 0.5 + 0.4 sin(2 pi t / 16)``, a full swing every 16 slots (about a minute at 4 s
   slots), so an adaptive mechanism sees enough change to publish most slots;
-* ``dataset:<name>`` (:func:`app.bench.datasets.load`): device ``i`` holds user ``i mod N``'s
+* ``dataset:<name>`` (:func:`app.bench.engine.datasets.load`): device ``i`` holds user ``i mod N``'s
   value at slot ``(t - 1) mod T``; a device without a record in that slot does not answer.
 
 A device's value is drawn once per slot: both rounds of a slot see the same values.
@@ -82,11 +82,11 @@ class ValueSource:
         if kind == "synthetic" and name == "wave":
             self._p = wave(SYNTHETIC_SLOTS)
         elif kind == "synthetic":
-            from app.bench.synthetic import probabilities
+            from app.bench.engine.synthetic import probabilities
 
             self._p = probabilities(name or "sin", SYNTHETIC_SLOTS, rng)
         elif kind == "dataset":
-            from app.bench.datasets import load
+            from app.bench.engine.datasets import load
 
             ds = load(name)
             if ds.d != d:

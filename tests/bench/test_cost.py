@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from app.bench.cost import groups_for, step_times, tdrive_replay
+from app.bench.engine.cost import groups_for, step_times, tdrive_replay
 
 TAXIS = Path(__file__).parent / "fixtures" / "tdrive"
 

@@ -6,7 +6,7 @@ import csv
 
 import pytest
 
-from app.bench.grid import Grid, assign, run_grid, write_results
+from app.bench.engine.grid import Grid, assign, run_grid, write_results
 from app.cli import main
 from app.dp.types import Group
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.bench import optstream as bench
-from app.bench.optstream_tdrive import tdrive_regions
+from app.bench.optstream import runs as bench
+from app.bench.optstream.tdrive import tdrive_regions
 
 
 def test_tdrive_regions_count_each_reporting_taxi_once_per_half_hour(tmp_path: Path):
@@ -70,8 +70,8 @@ def test_counts_series_run_with_delta_one():
 
 
 def test_forecast_scores_every_series_trial_and_day_and_plots(tmp_path: Path, monkeypatch):
-    from app.bench import optstream_forecast as fc
-    from app.bench.optstream_plots import plot_forecast
+    from app.bench.optstream import forecast as fc
+    from app.bench.optstream.plots import plot_forecast
 
     # a seasonal-naive forecaster in place of ARMA (fast): the day before, slot by slot
     monkeypatch.setattr(fc, "day_ahead", lambda series, day: series[(day - 1) * 48 : day * 48])
@@ -103,7 +103,7 @@ def test_forecast_scores_every_series_trial_and_day_and_plots(tmp_path: Path, mo
 def test_visual_panels_hold_the_truth_and_every_release(tmp_path: Path):
     """Issue 25 item 3: the stream figures (2, 7, 9, 11) draw the true series and each
     mechanism's release per row value."""
-    from app.bench import optstream_visuals as vis
+    from app.bench.optstream import visuals as vis
 
     _, x = bench.synthetic_load(2, seed=3)
     columns = {k: bench.FIG3[k] for k in ("Laplace", "OptStream_LS")}

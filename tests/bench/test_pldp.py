@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.bench import pldp
-from app.bench.pldp_plots import plot_all
-from app.bench.report.claims import pldp as pldp_claims
-from app.bench.report.claims.common import Verdict
+from app.bench.engine.claims import Verdict
+from app.bench.pldp import claims as pldp_claims
+from app.bench.pldp import runs as pldp
+from app.bench.pldp.plots import plot_all
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -209,7 +209,7 @@ def test_rows_carry_ajsd_of_the_projected_release():
     baseline row and its projection share it."""
     import math
 
-    from app.bench import pldp as bench_pldp
+    from app.bench.pldp import runs as bench_pldp
 
     values = bench_pldp.load_values("sin", 0, {"users": 300, "slots": 60})
     rows = bench_pldp.point("sin", ["lpa", "plpa"], 1.5, 40, 0, values=values)

@@ -7,14 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from app.bench import presets
-from app.bench.presets import PRESETS, resolve
-from app.bench.report import runs
+from app.bench.engine import presets, runs
+from app.bench.engine.presets import PRESETS, resolve
+from app.bench.engine.runner import run_preset
+from app.bench.ldp_ids.paper import TABLE2
 from app.bench.report.claims import claims
-from app.bench.report.papers.ldp_ids import TABLE2
 from app.bench.report.regenerate import regenerate
 from app.bench.report.render import ratio_table, render
-from app.bench.runner import run_preset
 from tests.bench.stubs import write_cost_slopes
 
 
@@ -217,7 +216,7 @@ def test_ratio_axis_end_to_end(tmp_path):
 
 
 def test_plbu_runs_on_the_types_groups_and_releases_counts():
-    from app.bench.grid import Grid, Task, run_grid, run_local_task, type_counts_for
+    from app.bench.engine.grid import Grid, Task, run_grid, run_local_task, type_counts_for
     from app.dp.types import Group
 
     grid = Grid("sin", ("pbd", "plbu"), (0.6,), (120,), (0,), dataset_options={"N": 200, "T": 40})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.bench import replay
-from app.bench.replay import group_counts
+from app.bench.engine import replay
+from app.bench.engine.replay import group_counts
 
 
 def naive(values: np.ndarray, user_group: np.ndarray, m: int, d: int) -> np.ndarray:

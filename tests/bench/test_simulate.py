@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.bench import ldp_ids
-from app.bench.simulate import run_local
+from app.bench.engine.simulate import run_local
+from app.bench.ldp_ids import runs as ldp_ids
 from app.dp.types import Group
 
 

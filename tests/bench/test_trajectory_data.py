@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.bench.datasets.base import data_root
-from app.bench.trajectory import Trajectories
-from app.bench.trajectory_data import covisit_graph, diginetica, read_diginetica
-from app.bench.trajectory_figs import DEFAULTS, ordering, run, truncated
+from app.bench.engine.datasets.base import data_root
+from app.bench.wn.data import covisit_graph, diginetica, read_diginetica
+from app.bench.wn.figs import DEFAULTS, ordering, run, truncated
+from app.bench.wn.trajectory import Trajectories
 from app.dp.graph import Graph
 
 HAS_DIGINETICA = (data_root() / "diginetica_sample").exists()

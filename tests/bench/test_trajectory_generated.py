@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.bench import trajectory_generated as gen
-from app.bench.trajectory_generated import GENERATED, click_sessions, gen_clicks, gen_taxis
+from app.bench.wn import generated as gen
+from app.bench.wn.generated import GENERATED, click_sessions, gen_clicks, gen_taxis
 
 
 @pytest.mark.parametrize("name", sorted(GENERATED))

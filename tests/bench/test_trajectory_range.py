@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.bench.datasets.base import data_root
-from app.bench.trajectory_range import (
+from app.bench.engine.datasets.base import data_root
+from app.bench.wn.spatial_range import (
     NS,
     UNREACHABLE,
     Ranges,

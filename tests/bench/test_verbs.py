@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.bench import optstream
+from app.bench.optstream import runs as optstream
 from app.cli import parse
 
 
@@ -25,9 +25,9 @@ def test_the_grid_papers_have_a_verb(argv: list[str]):
 @pytest.mark.parametrize(
     ("argv", "module"),
     [
-        (["bench", "pldp", "--quick", "--datasets", "sin"], "app.bench.pldp"),
-        (["bench", "optstream", "--figure", "4", "--trials", "3"], "app.bench.optstream_cli"),
-        (["bench", "wn", "--quick", "--figure", "table1"], "app.bench.trajectory_figs"),
+        (["bench", "pldp", "--quick", "--datasets", "sin"], "app.bench.pldp.runs"),
+        (["bench", "optstream", "--figure", "4", "--trials", "3"], "app.bench.optstream.cli"),
+        (["bench", "wn", "--quick", "--figure", "table1"], "app.bench.wn.figs"),
     ],
 )
 def test_the_module_papers_hand_their_options_to_the_module(argv: list[str], module: str):
@@ -81,7 +81,7 @@ def test_optstream_headline_columns_are_private_and_extras_are_labelled():
 def test_wn_figure_runs_only_that_sweep(monkeypatch, tmp_path: Path):
     from types import SimpleNamespace
 
-    from app.bench import trajectory_figs as figs
+    from app.bench.wn import figs
 
     calls = []
     graph = SimpleNamespace(nodes=3, edge_count=2)

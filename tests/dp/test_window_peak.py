@@ -13,8 +13,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from app.bench.replay import peak_line
-from app.bench.simulate import answer, user_groups
+from app.bench.engine.replay import peak_line
+from app.bench.engine.simulate import answer, user_groups
 from app.dp import registry
 from app.dp.budget import PEAK_LABEL, WindowPeak
 from app.dp.local.base import LocalMechanism

@@ -60,8 +60,8 @@ def test_replay_refuses_other_kinds_in_one_line(capsys: pytest.CaptureFixture[st
 def test_bench_checks_matplotlib_before_running(
     argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import app.bench.cost as cost
-    import app.bench.grid as grid
+    import app.bench.engine.cost as cost
+    import app.bench.engine.grid as grid
 
     def never(*_: object, **__: object) -> None:
         raise AssertionError("ran the benchmark before checking matplotlib")

@@ -2,17 +2,15 @@
 command (``dpstream bench results``). One module per job:
 
 ==================== ===============================================================
-:mod:`.runs`         the (preset, dataset) runs, running or reusing them, the machine
 :mod:`.stored`       the stored runs of ``bench pldp | wn | optstream``, run or reused
 :mod:`.checks`       the tests behind the claims that are deterministic checks
-:mod:`.papers`       per paper: published numbers; PLDP-IDS, (w,n)-DP, OptStream: section
-:mod:`.evidence`     the grid runs' means over seeds, as the claims read them
-:mod:`.claims`       one module per paper, one function per claim, typed verdicts
-:mod:`.markdown`     the pieces every section shares (claims table, closing list)
+:mod:`.claims`       the claims of the preset grid (PWSM, LDP-IDS), from their folders
 :mod:`.render`       the Markdown report: header, PWSM, LDP-IDS, runs, cost
 :mod:`.regenerate`   the whole command: runs, cost, figures, claims, report
 ==================== ===============================================================
 
+Each paper's claims and numbers live in its folder (``app.bench.<paper>``); what they share
+(the run store, the evidence, the verdict scale, the Markdown pieces) in :mod:`app.bench.engine`.
 Import from the modules (``from app.bench.report.regenerate import regenerate``): the package
 re-exports nothing, so no function hides a module of the same name.
 """

@@ -1,11 +1,12 @@
 """``dpstream bench results``: run (or reuse) every run, run the cost benchmark if missing,
 copy the figures next to the report, check the claims and write RESULTS.md whole.
 
-The preset grid (PWSM, LDP-IDS) runs into ``out_root`` (:mod:`.runs`); the other papers' verbs
-(PLDP-IDS, (w,n)-DP, OptStream) keep their stored runs in the figures folder beside their PNGs
-(:mod:`.stored`; ``--quick`` runs them into ``out_root/quick-stored`` instead), and the claims
-that are deterministic checks run their tests (:mod:`.checks`). Every section is rendered:
-nothing of the old file survives, so a hand edit belongs in the code that renders it."""
+The preset grid (PWSM, LDP-IDS) runs into ``out_root`` (:mod:`app.bench.engine.runs`); the
+other papers' verbs (PLDP-IDS, (w,n)-DP, OptStream) keep their stored runs in the figures
+folder beside their PNGs (:mod:`.stored`; ``--quick`` runs them into ``out_root/quick-stored``
+instead), and the claims that are deterministic checks run their tests (:mod:`.checks`). Every
+section is rendered: nothing of the old file survives, so a hand edit belongs in the code that
+renders it."""
 
 from __future__ import annotations
 
@@ -16,53 +17,83 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from app.bench.engine.claims import Claim
+from app.bench.engine.evidence import population, zero_release_amre
+from app.bench.engine.runs import RUNS, Done, recorded_machine, run_all
+from app.bench.engine.store import Produced, find, gzip_file, record, records, write_records
+from app.bench.optstream import section as optstream
+from app.bench.pldp import section as pldp
 from app.bench.report.checks import run_checks
 from app.bench.report.claims import claims
-from app.bench.report.claims.common import Claim
-from app.bench.report.evidence import population, zero_release_amre
-from app.bench.report.papers import optstream, pldp, wn
 from app.bench.report.render import closing_note, cost_section, render
-from app.bench.report.runs import RUNS, Done, recorded_machine, run_all
-from app.bench.report.stored import Produced, ensure
+from app.bench.report.stored import ensure
+from app.bench.wn import section as wn
 
 __all__ = ["copy_figures", "regenerate"]
 
 
 def copy_figures(out_root: Path, figures: Path, done: Done, cost_dir: Path) -> None:
     """Copy each run's main figure (its preset's measure; CFPU sweeps stay in ``out_root``)
-    and the cost plots into ``figures``."""
+    and the cost plots into ``figures`` (nothing to copy where they are the same folder)."""
     for (name, ds), (p, _, _) in done.items():
-        dst = figures / f"{name}-{ds}"
+        src, dst = out_root / f"{name}-{ds}", figures / f"{name}-{ds}"
+        if src.resolve() == dst.resolve():
+            continue
         dst.mkdir(parents=True, exist_ok=True)
-        for png in (out_root / f"{name}-{ds}").glob(f"{p.measure}*.png"):
+        for png in src.glob(f"{p.measure}*.png"):
             shutil.copy(png, dst / png.name)
+    if cost_dir.resolve() == (figures / "cost").resolve():
+        return
     for png in (cost_dir / f"cost_{axis}.png" for axis in ("d", "m", "N")):
         if png.exists():
             (figures / "cost").mkdir(parents=True, exist_ok=True)
             shutil.copy(png, figures / "cost" / png.name)
 
 
-def _ensure_cost(cost: Path, quick: bool) -> None:
-    """Run ``dpstream bench cost`` into ``cost`` unless its slopes are there."""
-    from app.bench.cost import step_times, tdrive_replay
+COST_FILES = ("cost_steps.csv", "cost_slopes.csv", "tdrive_replay.csv")
 
-    if (cost / "cost_slopes.csv").exists():
+
+def _ensure_cost(cost: Path, quick: bool, store: Path) -> None:
+    """Run ``dpstream bench cost`` into ``cost`` unless its slopes are there; keep its CSVs
+    gzipped and record the run as ``cost`` in the run store at ``store``."""
+    from app.bench.engine.cost import step_times, tdrive_replay
+
+    if find(cost / "cost_slopes.csv"):
         return
+    began = time.perf_counter()
     if quick:
         step_times(cost, d_values=(10, 100, 1000), m_values=(1, 10), n_values=(1000, 10_000))
     else:
         step_times(cost)
         tdrive_replay(cost)
+    for name in COST_FILES:
+        if (cost / name).exists():
+            gzip_file(cost / name)
+    wall = round(time.perf_counter() - began, 1)
+    command = f"dpstream bench cost{' --quick' if quick else ''} --out {cost}"
+    record(store, "cost", command=command, wall_s=wall)
 
 
-def _facts(done: Done) -> tuple[dict[str, float], dict[str, int]]:
-    """Data facts the explanations quote: Taxi's all-zero AMRE, the ratio runs' users."""
-    floors = {
-        ds: zero_release_amre(p)
-        for (_, ds), (p, _, _) in done.items()
-        if ds == "tdrive" and p.kind == "central"
-    }
-    populations = {ds: population(p) for (_, ds), (p, _, _) in done.items() if p.sweep == "ratio"}
+def _facts(done: Done, store: Path) -> tuple[dict[str, float], dict[str, int]]:
+    """Data facts the explanations quote: Taxi's all-zero AMRE, the ratio runs' users; read
+    from the runs' records, measured (and recorded) where a record lacks them."""
+    log = records(store)
+    floors: dict[str, float] = {}
+    populations: dict[str, int] = {}
+    for (name, ds), (p, _, _) in done.items():
+        key = f"{name}-{ds}"
+        facts = dict(log.get(key, {}).get("facts", {}))
+        if ds == "tdrive" and p.kind == "central":
+            if "zero_amre" not in facts:
+                facts["zero_amre"] = zero_release_amre(p)
+            floors[ds] = float(facts["zero_amre"])
+        if p.sweep == "ratio":
+            if "users" not in facts:
+                facts["users"] = population(p)
+            populations[ds] = int(facts["users"])
+        if facts and facts != log.get(key, {}).get("facts"):
+            log[key] = {**log.get(key, {}), "facts": facts}
+            write_records(store, log)
     return floors, populations
 
 
@@ -78,7 +109,7 @@ def regenerate(
     runs: Sequence[tuple[str, str]] = RUNS,
     runner: Callable[..., Any] = run_all,
     stored: Callable[..., dict[str, Produced]] = ensure,
-    checks: Callable[[], dict[str, bool | None]] = run_checks,
+    checks: Callable[[], dict[str, bool | None]] | None = None,
     absent: Sequence[str] = (),
 ) -> Path:
     """Run (or reuse) every run, run the cost benchmark if missing, write the report.
@@ -90,7 +121,7 @@ def regenerate(
     began = time.perf_counter()
     done: Done = runner(out_root, quick=quick, reuse=reuse, jobs=jobs, runs=runs)
     cost = Path(cost_dir)
-    _ensure_cost(cost, quick)
+    _ensure_cost(cost, quick, Path(out_root))
     path = Path(write)
     link_root = path.resolve().parent
     figs = Path(figures) if Path(figures).is_absolute() else link_root / figures
@@ -98,12 +129,12 @@ def regenerate(
     # quick runs never replace the stored full ones beside the figures
     stored_root = Path(out_root) / "quick-stored" if quick else figs
     produced = stored(stored_root, reuse=reuse, quick=quick)
-    passed = checks()
+    passed = (checks or run_checks)()
     walls = [w for _, _, w in done.values() if not math.isnan(w)]
     walls += [p.wall_s for p in produced.values() if not math.isnan(p.wall_s)]
     total = sum(walls) if reuse else time.perf_counter() - began
-    machine = recorded_machine(out_root)
-    floors, populations = _facts(done)
+    machine = recorded_machine(out_root, [f"{name}-{ds}" for name, ds in done])
+    floors, populations = _facts(done, Path(out_root))
     others: list[tuple[list[Claim], list[str]]] = [
         pldp.section(produced, link_root),
         wn.section(produced, link_root, passed.get("wn_invariants")),

@@ -4,8 +4,9 @@ Each :class:`Stored` names one run of a paper verb (``dpstream bench pldp | wn |
 its options and the file it writes. The runs live where their figures are linked from (the
 report's figures folder, ``docs/results`` by default): their CSVs are small (gzipped), so the
 folder holds both the data and the PNGs, and ``--reuse`` reads them back. :func:`ensure` runs
-the missing ones (all of them without ``reuse``) and records each run's command, wall time and
-load in ``<root>/runs.json``, the record the report quotes.
+the missing ones (all of them without ``reuse``) and records each run's command, commit,
+machine, wall time and load in ``<root>/runs.json`` (:mod:`app.bench.engine.store`), the record
+the report quotes.
 
 Two outputs no verb writes are produced here from the verbs' own functions: Table 1 of the
 (w,n) paper (:func:`table1`, which ``dpstream bench wn --figure table1`` only prints) and the
@@ -22,74 +23,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import importlib
 import json
-import os
-import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "RUNS_FILE",
-    "STORED",
-    "Produced",
-    "Stored",
-    "ensure",
-    "find",
-    "latest",
-    "read_rows",
-    "runnable",
-    "table1",
-    "thm11",
-    "verb_args",
-    "zeros_reference",
-]
+from app.bench.engine.store import Produced, Stored, gzip_file, record, records, verb_args
+from app.bench.engine.store import find as latest
 
-RUNS_FILE = "runs.json"
-
-VERB_MODULES = {
-    "pldp": "app.bench.pldp",
-    "optstream": "app.bench.optstream_cli",
-    "wn": "app.bench.trajectory_figs",
-}
-
-
-@dataclass(frozen=True)
-class Stored:
-    """One stored run: ``key``, the ``paper`` verb, its ``folder`` under the root, the file
-    the run writes (``output``; a ``.gz`` copy counts too), the verb's options (``--out`` is
-    added), for outputs no verb writes the name of the producer in :data:`PRODUCERS`, and the
-    public data sets it reads whatever its ``--data`` (``reads``)."""
-
-    key: str
-    paper: str
-    folder: str
-    output: str
-    args: tuple[str, ...] = ()
-    producer: str | None = None
-    gzip_output: bool = True
-    reads: tuple[str, ...] = ()
-
-    def public_data(self) -> list[str]:
-        """The data sets asked for by name (``--data``) or read whatever the options (``reads``).
-
-        >>> find(STORED, "optstream-fig3").public_data(), find(STORED, "wn").public_data()
-        (['rte2013'], [])
-        """
-        named = [v for k, v in zip(self.args, self.args[1:], strict=False) if k == "--data"]
-        return [*named, *self.reads]
-
-    def command(self, root: Path, quick: bool = False) -> str:
-        """The command line that makes this run."""
-        if self.producer:
-            return f"dpstream bench results (its {self.producer} step)"
-        out = root / self.folder if self.folder != "." else root
-        args = verb_args(self, quick)
-        return " ".join(["dpstream bench", self.paper, *args, "--out", str(out)])
+__all__ = ["STORED", "ensure", "find", "runnable", "table1", "thm11", "zeros_reference"]
 
 
 STORED: tuple[Stored, ...] = (
@@ -202,34 +146,9 @@ STORED: tuple[Stored, ...] = (
 """Every stored run RESULTS.md reads, with the presets its sections state."""
 
 
-@dataclass(frozen=True)
-class Produced:
-    """A stored run as the report reads it: the output's path (None: missing), the command
-    that made it, its wall time (NaN: not recorded) and the 1-minute load after it."""
-
-    spec: Stored
-    path: Path | None
-    command: str
-    wall_s: float
-    load: float | None
-
-
 def find(specs: Iterable[Stored], key: str) -> Stored:
     """The spec named ``key``."""
     return next(s for s in specs if s.key == key)
-
-
-def latest(folder: Path, name: str) -> Path | None:
-    """``folder/name`` or its ``.gz`` copy, whichever is newer; None if neither exists."""
-    found = [p for p in (folder / name, folder / f"{name}.gz") if p.exists()]
-    return max(found, key=lambda p: p.stat().st_mtime) if found else None
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    """A CSV (or gzipped CSV) as rows of strings."""
-    opener: Any = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
 
 
 def _write_rows(rows: Sequence[dict[str, Any]], path: Path) -> None:
@@ -241,10 +160,10 @@ def _write_rows(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
 
 def table1(folder: Path) -> None:
-    """(w,n) Table 1 on the stand-ins (:mod:`app.bench.trajectory_range`): one row per
+    """(w,n) Table 1 on the stand-ins (:mod:`app.bench.wn.spatial_range`): one row per
     (dataset, w, n), the cumulative % of users with range <= n (``n = "other"``: users whose
     pages span two components), with the graph's size and the users counted."""
-    from app.bench import trajectory_range as tr
+    from app.bench.wn import spatial_range as tr
 
     rows: list[dict[str, Any]] = []
     for name, loader in tr.LOADERS.items():
@@ -272,10 +191,10 @@ THM11_K = (2, 3, 4, 6, 8, 12, 16, 24)
 
 def thm11(folder: Path, trials: int = 2) -> None:
     """OptStream H9 (Thm 11): mean L1 of ES without post-processing per (L, k), and of
-    Laplace (``k = 48``, every slot), on the sines of :func:`app.bench.optstream.theorem11`."""
+    Laplace (``k = 48``, every slot), on the sines of :func:`app.bench.optstream.runs.theorem11`."""
     import numpy as np
 
-    from app.bench import optstream as o
+    from app.bench.optstream import runs as o
 
     rows: list[dict[str, Any]] = []
     t = np.arange(o.W * 20)
@@ -291,8 +210,8 @@ def thm11(folder: Path, trials: int = 2) -> None:
 
 def zeros_reference(folder: Path) -> None:
     """The mean of each OptStream dataset's series: the L1 error of releasing all zeros."""
-    from app.bench.optstream import load_rte, synthetic_load
-    from app.bench.optstream_tdrive import tdrive_regions
+    from app.bench.optstream.runs import load_rte, synthetic_load
+    from app.bench.optstream.tdrive import tdrive_regions
 
     means = {f"rte2013 {m}": float(load_rte(m)[1].mean()) for m in ("2013-01", "2013-02")}
     means["synthetic 28d"] = float(synthetic_load(28, seed=2016)[1].mean())
@@ -311,53 +230,21 @@ PRODUCERS: dict[str, Callable[[Path], None]] = {
 def runnable(specs: Sequence[Stored] = STORED) -> list[Stored]:
     """The specs whose named data sets are all there (the others need a public set that is
     missing; a verb's default data falls back to generated sets, :func:`_run_verb`)."""
-    from app.bench.datasets import missing
+    from app.bench.engine.datasets import missing
 
     return [s for s in specs if not any(missing(n) for n in s.public_data())]
 
 
-SCALE_OPTIONS = ("--trials", "--seeds", "--slots", "--real-slots")
-"""Options that set a run's size: ``--quick`` drops them, so that the verb's quick profile
-decides the size."""
-
-
-def verb_args(spec: Stored, quick: bool) -> list[str]:
-    """The verb's options for ``spec``; quick: its ``--quick`` profile instead of the sizes.
-
-    >>> verb_args(find(STORED, "optstream-fig4"), quick=True)
-    ['--figure', '4', '--data', 'rte2013', '--quick']
-    """
-    if not quick:
-        return list(spec.args)
-    out: list[str] = []
-    skip = False
-    for a in spec.args:
-        if skip:
-            skip = False
-        elif a in SCALE_OPTIONS:
-            skip = True
-        else:
-            out.append(a)
-    return [*out, "--quick"]
-
-
 def _run_verb(spec: Stored, out: Path, quick: bool) -> None:
     """The verb in this process, as ``dpstream bench <paper> <args> --out <out>`` runs it."""
-    from app.bench.verbs import fall_back
+    from app.bench.papers import MODULES, fall_back
 
-    module = importlib.import_module(VERB_MODULES[spec.paper])
+    module = importlib.import_module(MODULES[spec.paper])
     parser = argparse.ArgumentParser(prog=f"dpstream bench {spec.paper}")
     module.add_arguments(parser)
     options = parser.parse_args([*verb_args(spec, quick), "--out", str(out)])
     fall_back(spec.paper, module, parser, options)  # a missing default set: its stand-in
     module.run_cli(options)
-
-
-def _gzip(path: Path) -> None:
-    """Replace ``path`` by ``path.gz`` (the form the repository keeps)."""
-    with path.open("rb") as src, gzip.open(path.with_name(path.name + ".gz"), "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    path.unlink()
 
 
 def _produce(spec: Stored, root: Path, quick: bool) -> None:
@@ -368,7 +255,7 @@ def _produce(spec: Stored, root: Path, quick: bool) -> None:
         _run_verb(spec, folder, quick)
     plain = folder / spec.output
     if spec.gzip_output and plain.exists():
-        _gzip(plain)
+        gzip_file(plain)
 
 
 def ensure(
@@ -382,25 +269,19 @@ def ensure(
     """Run every stored run (with ``reuse``, only those whose output is missing), record what
     ran in ``<root>/runs.json``, and return ``key -> Produced``."""
     base = Path(root)
-    log_path = base / RUNS_FILE
-    log: dict[str, dict[str, Any]] = json.loads(log_path.read_text()) if log_path.exists() else {}
+    log = records(base)
     done: dict[str, Produced] = {}
     for spec in specs:
         folder = base / spec.folder
-        if not (reuse and latest(folder, spec.output)):
+        if not (reuse and latest(folder / spec.output)):
             began = time.perf_counter()
             produce(spec, base, quick)
-            log[spec.key] = {
-                "command": spec.command(base, quick),
-                "wall_s": round(time.perf_counter() - began, 1),
-                "load": round(os.getloadavg()[0], 2),
-            }
-            base.mkdir(parents=True, exist_ok=True)
-            log_path.write_text(json.dumps(log, indent=1, ensure_ascii=False))
+            wall = round(time.perf_counter() - began, 1)
+            log[spec.key] = record(base, spec.key, command=spec.command(base, quick), wall_s=wall)
         entry = log.get(spec.key, {})
         done[spec.key] = Produced(
             spec,
-            latest(folder, spec.output),
+            latest(folder / spec.output),
             str(entry.get("command", spec.command(base))),
             float(entry.get("wall_s", float("nan"))),
             entry.get("load"),

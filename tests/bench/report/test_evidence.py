@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.bench.presets import resolve
-from app.bench.report.evidence import gather
+from app.bench.engine.evidence import gather
+from app.bench.engine.presets import resolve
 
 
 def _row(mech, **kw):

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import csv
-import json
 
-from app.bench.presets import resolve
-from app.bench.report import runs
+from app.bench.engine.presets import resolve
+from app.bench.engine.store import find, write_records
 from app.bench.report.regenerate import regenerate
-from app.bench.report.stored import STORED, ensure, latest
+from app.bench.report.stored import STORED, ensure
 from tests.bench.stubs import write_cost_slopes
 
 MACHINE = {"platform": "Linux-recorded", "cpus": "2", "python": "3.11.9", "numpy": "2.1.0"}
@@ -42,7 +41,7 @@ def test_regenerate_copies_figures_and_names_the_recorded_machine(tmp_path):
     (cost / "cost_d.png").write_bytes(b"png")
     (out / "pwsm-eps-sin").mkdir(parents=True)
     (out / "pwsm-eps-sin" / "amre_vs_eps.png").write_bytes(b"png")
-    (out / runs.MACHINE_FILE).write_text(json.dumps(MACHINE))
+    write_records(out, {"pwsm-eps-sin": {"machine": MACHINE}})
 
     def runner(out_root, **_):
         return {("pwsm-eps", "sin"): (resolve("pwsm-eps", dataset="sin"), _rows(), 30.0)}
@@ -178,7 +177,7 @@ def test_reuse_renders_every_papers_section_from_a_tiny_stored_fixture(tmp_path)
         raise AssertionError(f"--reuse ran {spec.key}")
 
     def stored(root, **kw):
-        missing = [s for s in STORED if not latest(root / s.folder, s.output)]
+        missing = [s for s in STORED if not find(root / s.folder / s.output)]
         return ensure(root, specs=[s for s in STORED if s not in missing], produce=no_runs, **kw)
 
     text = regenerate(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import platform
 
-from app.bench.report import markdown, render
-from app.bench.report.claims.common import Claim, Verdict
+from app.bench.engine import markdown
+from app.bench.engine.claims import Claim, Verdict
+from app.bench.report import render
 from tests.bench.stubs import write_cost_slopes
 
 MACHINE = {"platform": "Linux-test", "cpus": "2", "python": "3.11.9", "numpy": "2.1.0"}

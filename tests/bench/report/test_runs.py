@@ -1,12 +1,13 @@
-"""Running and reusing the report's runs; the machine is recorded when something runs."""
+"""Running and reusing the report's runs; the record (command, commit, machine) is written
+when something runs, and the rows are stored gzipped."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
 
-from app.bench.presets import resolve, write_tables
-from app.bench.report import runs
+from app.bench.engine import runs, store
+from app.bench.engine.presets import resolve, write_tables
 
 
 def _tiny():
@@ -24,7 +25,7 @@ def test_read_csv_types_the_numbers(tmp_path):
     assert row == ROWS[0] and isinstance(row["w"], int) and isinstance(row["amre"], float)
 
 
-def test_run_all_records_the_machine_only_when_it_runs(tmp_path, monkeypatch):
+def test_run_all_records_the_run_only_when_it_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(runs, "resolve", lambda *a, **k: _tiny())
     monkeypatch.setattr(
         runs,
@@ -34,10 +35,27 @@ def test_run_all_records_the_machine_only_when_it_runs(tmp_path, monkeypatch):
     assert runs.recorded_machine(tmp_path) is None
     done = runs.run_all(tmp_path, runs=[("pwsm-eps", "sin")], progress=False)
     assert done[("pwsm-eps", "sin")][1] == ROWS
-    assert runs.recorded_machine(tmp_path) == runs.machine()
-    assert set(json.loads((tmp_path / "runs.json").read_text())) == {"pwsm-eps-sin"}
-    (tmp_path / runs.MACHINE_FILE).write_text(json.dumps({"platform": "earlier"}))
+    assert runs.recorded_machine(tmp_path) == store.machine()
+    ((key, entry),) = json.loads((tmp_path / "runs.json").read_text()).items()
+    assert key == "pwsm-eps-sin"
+    assert entry["command"] == (f"dpstream bench pwsm --figure eps --dataset sin --out {tmp_path}")
+    assert entry["commit"] == store.commit() and entry["wall_s"] >= 0
+    folder = tmp_path / "pwsm-eps-sin"
+    assert (folder / "results.csv.gz").exists() and not (folder / "results.csv").exists()
+    log = store.records(tmp_path)
+    log["pwsm-eps-sin"]["machine"] = {"platform": "earlier"}
+    store.write_records(tmp_path, log)
     monkeypatch.setattr(runs, "plot_preset", lambda *a: [], raising=False)
     again = runs.run_all(tmp_path, reuse=True, runs=[("pwsm-eps", "sin")], progress=False)
     assert again[("pwsm-eps", "sin")][1] == ROWS
     assert runs.recorded_machine(tmp_path) == {"platform": "earlier"}  # nothing ran: kept
+
+
+def test_gzip_file_gives_the_same_bytes_for_the_same_rows(tmp_path):
+    made = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        write_tables(ROWS, tmp_path / name, _tiny(), 1.0)
+        made.append(store.gzip_file(tmp_path / name / "results.csv").read_bytes())
+    assert made[0] == made[1]
+    assert runs.read_csv(tmp_path / "a" / "results.csv") == ROWS  # read through the .gz

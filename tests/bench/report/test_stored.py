@@ -6,7 +6,9 @@ import gzip
 import json
 import os
 
-from app.bench.report.stored import RUNS_FILE, Stored, ensure, latest, read_rows, verb_args
+from app.bench.engine.store import RUNS_FILE, Stored, commit, machine, read_rows, verb_args
+from app.bench.engine.store import find as latest
+from app.bench.report.stored import ensure
 
 SPECS = (
     Stored("a", "optstream", "a", "out.csv", ("--figure", "8")),
@@ -33,6 +35,7 @@ def test_reuse_runs_only_the_missing_and_records_its_command(tmp_path):
     assert list(log) == ["b"] and log["b"]["command"].endswith(f"--figure 4 --out {tmp_path}/b")
     assert done["a"].path == tmp_path / "a" / "out.csv" and done["a"].wall_s != done["a"].wall_s
     assert done["b"].wall_s >= 0 and done["b"].load is not None
+    assert log["b"]["commit"] == commit() and log["b"]["machine"] == machine()
 
 
 def test_without_reuse_everything_runs_again(tmp_path):
@@ -51,12 +54,12 @@ def test_quick_drops_the_stored_sizes_for_the_verbs_quick_profile():
 
 
 def test_latest_prefers_the_newer_of_csv_and_gz(tmp_path):
-    assert latest(tmp_path, "out.csv") is None
+    assert latest(tmp_path / "out.csv") is None
     with gzip.open(tmp_path / "out.csv.gz", "wt") as fh:
         fh.write("x\nold\n")
     (tmp_path / "out.csv").write_text("x\nnew\n")
     os.utime(tmp_path / "out.csv.gz", (1, 1))
-    newest = latest(tmp_path, "out.csv")
+    newest = latest(tmp_path / "out.csv")
     assert newest == tmp_path / "out.csv" and read_rows(newest) == [{"x": "new"}]
     os.utime(tmp_path / "out.csv", (0, 0))
-    assert read_rows(latest(tmp_path, "out.csv")) == [{"x": "old"}]
+    assert read_rows(latest(tmp_path / "out.csv")) == [{"x": "old"}]

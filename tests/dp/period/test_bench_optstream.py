@@ -1,12 +1,12 @@
-"""Smoke test of the OptStream bench (app/bench/optstream.py) on a tiny grid."""
+"""Smoke test of the OptStream bench (app/bench/optstream/runs.py) on a tiny grid."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from app.bench import optstream as bench
-from app.bench.datasets.base import data_root
+from app.bench.engine.datasets.base import data_root
+from app.bench.optstream import runs as bench
 
 
 def test_synthetic_load_has_table_2_means():

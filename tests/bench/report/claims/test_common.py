@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from app.bench.report.claims.common import (
+from app.bench.engine.claims import (
     Verdict,
     best,
     by_any,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.bench.report.claims import ldp_ids
-from app.bench.report.claims.common import Verdict
-from app.bench.report.evidence import Evidence
-from app.bench.report.papers.ldp_ids import TABLE2
+from app.bench.engine.claims import Verdict
+from app.bench.engine.evidence import Evidence
+from app.bench.ldp_ids import claims as ldp_ids
+from app.bench.ldp_ids.paper import TABLE2
 
 from ..conftest import sweep
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.bench.report.claims import optstream as o
-from app.bench.report.claims.common import Verdict
+from app.bench.engine.claims import Verdict
+from app.bench.optstream import claims as o
 
 NP = "OptStream_LS (paper Δ, not private)"
 

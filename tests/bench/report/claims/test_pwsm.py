@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from app.bench.report.claims import pwsm
-from app.bench.report.claims.common import Verdict
-from app.bench.report.evidence import Evidence
+from app.bench.engine.claims import Verdict
+from app.bench.engine.evidence import Evidence
+from app.bench.pwsm import claims as pwsm
 
 from ..conftest import EPS, W, sweep
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.bench.report.claims import wn
-from app.bench.report.claims.common import Verdict
+from app.bench.engine.claims import Verdict
+from app.bench.wn import claims as wn
 
 PAPER_ORDER = {"rescuedp": 1.0, "str": 2.0, "stbd": 3.0, "bd": 4.0}
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from app.bench.report.papers import ldp_ids, pwsm
+from app.bench.ldp_ids import paper as ldp_ids
+from app.bench.pwsm import paper as pwsm
 
 SPECS = Path(__file__).resolve().parents[4] / "docs" / "specs"
 

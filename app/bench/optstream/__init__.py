@@ -1,0 +1,1 @@
+"""OptStream (Fioretto & Van Hentenryck, AAMAS 2018): its runs, figures, claims and section."""

@@ -1,0 +1,1 @@
+"""(w,n)-DP (Liu et al. 2021): its trajectory streams, runs, claims and section."""
