@@ -144,19 +144,29 @@ def _below(s: Stats, new: str, bases: Sequence[str]) -> tuple[int, int, list[str
     return good, n, where
 
 
+TWINS = (("aligned", "with aligned periods"), ("paper", "with the paper's calibration"))
+"""The not-private twins of a headline column: its label plus " (aligned ..." or " (paper ...",
+and how a reason names each."""
+
+
+def _twin(s: Stats, label: str, kind: str) -> str | None:
+    """The column of ``s`` that runs ``label`` with the paper's ``kind`` of setting, if any."""
+    return next((x for x in labels(s) if x.startswith(f"{label} ({kind}")), None)
+
+
 def _if_paper_calibration(s: Stats, label: str, rivals: Sequence[str]) -> str:
-    """How often the not-private twin of ``label`` would be the lowest among ``rivals`` (the
-    private columns, ``label`` itself excluded); empty if the run has no such twin."""
-    twin = next((x for x in labels(s) if x.startswith(label + " (") and not is_private(x)), None)
-    if twin is None:
-        return ""
+    """How often each not-private twin of ``label`` (:data:`TWINS`) would be the lowest among
+    ``rivals`` (the private columns, ``label`` itself excluded); empty if the run has none."""
     others = [x for x in rivals if x != label]
-    pts = [p for p in _points(s) if _at(s, p, twin) is not None]
-    low = sum(lowest(s, p, [twin, *others]) == twin for p in pts)
-    return (
-        f"with the paper's calibration (not private) {label} would be the lowest at "
-        f"{low}/{len(pts)}"
-    )
+    parts = []
+    for kind, words in TWINS:
+        twin = _twin(s, label, kind)
+        if twin is None:
+            continue
+        pts = [p for p in _points(s) if _at(s, p, twin) is not None]
+        low = sum(lowest(s, p, [twin, *others]) == twin for p in pts)
+        parts.append(f"{words} (not private) {label} would be the lowest at {low}/{len(pts)}")
+    return "; ".join(parts)
 
 
 def _short(items: Sequence[str], limit: int = 4) -> str:
@@ -172,12 +182,10 @@ def h1(s: Stats) -> Claim:
         if all(_at(s, p, x) is not None for x in (LS, *BASELINES))
     )
     es, _, _ = _below(s, ES, BASELINES)
-    np_ls = next((x for x in labels(s) if x.startswith(LS) and not is_private(x)), None)
-    extra = (
-        f"; with the paper's calibration (not private) LS would be below both at "
-        f"{_below(s, np_ls, BASELINES)[0]}/{n}"
-        if np_ls
-        else ""
+    extra = "".join(
+        f"; {words} (not private) LS would be below both at {_below(s, twin, BASELINES)[0]}/{n}"
+        for kind, words in TWINS
+        if (twin := _twin(s, LS, kind))
     )
     dft = sum(
         (_at(s, p, "DFT") or 0.0) < (_at(s, p, LS) or 0.0)

@@ -284,8 +284,9 @@ def section(
         lines += [
             "**Fig. 10**, (w, alpha) sums at eps = 1 (k = 10, and k = 5 at alpha = 100 as the "
             f"paper, spec §5.3): {_run_lines(produced, 'optstream-fig10')}. With Delta = alpha "
-            "every noise scale is alpha / eps, so alpha = 10 at eps = 1 is Fig. 3's eps = 0.1 "
-            "draw for draw on the same seeds.",
+            "every noise scale is alpha / eps, so alpha = 10 at eps = 1 has Fig. 3's noise scale "
+            "at eps = 0.1 (on the grid for sums, where Fig. 3's counts take exact integer "
+            "noise).",
             "",
             *stats_table(fig10, by="alpha"),
             "",
@@ -347,7 +348,9 @@ def section(
         "Fig. 4": _trials(fig4_rows),
     }
     counts = ", ".join(f"{k} {v}" for k, v in trials.items() if v)
-    missing = [f"30 trials everywhere: {counts} (each run kept near 10 minutes)."] if counts else []
+    missing = (
+        [f"30 trials everywhere: {counts} (sized for a shared 2-core machine)."] if counts else []
+    )
     if not any(
         x.startswith("OptStream_h") and x != "OptStream_h" and claims.is_private(x)
         for x in claims.labels(fig4)

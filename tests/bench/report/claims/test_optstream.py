@@ -141,3 +141,17 @@ def test_h9_best_k_near_k_star_and_below_laplace():
     assert o.h9(rows({0.1: 2, 1.0: 2, 10.0: 3})).verdict == Verdict.DISAGREE
     above = [{**r, "error": 0.5} if r["k"] == 48 else r for r in rows({0.1: 2})]
     assert o.h9(above).verdict == Verdict.DISAGREE
+
+
+def test_each_twin_is_named_by_its_own_setting():
+    """Aligned periods and the paper's calibration are different settings: a reason names the
+    twin it counts (an aligned column is never called the paper's calibration)."""
+    aligned = "OptStream_LS (aligned periods, not w-event private)"
+    base = {"Laplace": 100.0, "DFT": 50.0, "OptStream_LS": 60.0, "OptStream_ES": 70.0}
+    h1 = o.h1(o.stats(_rows({**base, aligned: 40.0})))
+    assert "with aligned periods (not private) LS would be below both at 3/3" in h1.measured
+    assert "paper's calibration" not in h1.measured
+    h1 = o.h1(o.stats(_rows({**base, aligned: 40.0, NP: 80.0})))
+    assert "with the paper's calibration (not private) LS would be below both at 0/3" in h1.measured
+    why = o.h6(o.stats(_rows({**base, aligned: 40.0}, alpha=10.0)))[1].why
+    assert why == "with aligned periods (not private) OptStream_LS would be the lowest at 3/3"
