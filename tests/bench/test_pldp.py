@@ -152,7 +152,20 @@ def test_claims_agree_on_means_shaped_like_the_paper():
     assert all(c.verdict == Verdict.AGREE for c in cs), [c for c in cs if c.verdict != "agree"]
     h1 = next(c for c in cs if c.ref == "H1")
     assert h1.measured.startswith("50.0% mean R (50.0% pooled), below at 5/5; lowest at 5/5")
-    assert [c.ref for c in cs] == ["H1", "H3", "H5", "H6", "H7", "H8", "H9", "H9"]
+    assert [c.ref for c in cs] == ["H1", "H3", "H5", "H6", "H7", "H8", "H9", "H9", "H9"]
+
+
+def test_h9_judges_each_ops_claim_on_its_own_rows():
+    """Issue 35 §3: OPS helping PLBD and OPS helping PLBA are two claims, never pooled."""
+
+    def half(m, e, w):  # PLBA-OPS above PLPA everywhere; PLBD-OPS below PLPD everywhere
+        return _paper_like(m, e, w) * (1.5 if m == "plba-ops" else 1.0)
+
+    ops = [c for c in pldp_claims.claims(_rows(half)) if "OPS helps" in c.claim]
+    assert [(c.claim, c.verdict) for c in ops] == [
+        ("ablation: OPS helps (PLBD-OPS <= PLPD) at most points", Verdict.AGREE),
+        ("ablation: OPS helps (PLBA-OPS <= PLPA) at most points", Verdict.DISAGREE),
+    ]  # pooled they would read 10/20, a single disagree hiding PLBD's agreement
 
 
 def test_claims_mark_a_smaller_gap_partly_and_a_reversed_one_disagree():

@@ -64,18 +64,50 @@ def test_optstream_figure_presets_set_the_old_flags(monkeypatch):
 
 
 def test_optstream_headline_columns_are_private_and_extras_are_labelled():
-    """Issue 25 item 1: the library's calibration (features at w Delta, ES in halves) in
-    every headline column; the paper's only in columns labelled "not private"."""
+    """Issues 25 and 35: every headline column runs strict periods, the default noise and the
+    library's calibration (features at w Delta, ES in halves); aligned periods or the paper's
+    calibration only in columns labelled not private (the service's parser: test_headline)."""
     for figure in ((False, False), (False, True), (True, False)):
         columns = optstream.figure_mechanisms(*figure, extras=True)
         for label, (_, params) in columns.items():
-            paper_cal = params.get("feature_sensitivity") == "paper"
-            assert paper_cal == (not optstream.private(label)), label
-            assert paper_cal == ("not private" in label), label
+            weaker = (
+                params.get("feature_sensitivity") == "paper"
+                or params.get("strict") is False
+                or params.get("noise", "geometric") != "geometric"
+            )
+            assert weaker == (not optstream.private(label)), label
+            assert weaker == ("private)" in label), label
         headline = optstream.figure_mechanisms(*figure, extras=False)
         assert all(optstream.private(label) for label in headline)
     es = optstream.FIG3["OptStream_ES"][1]
-    assert (es["feature_sensitivity"], es["es_split"]) == ("rigorous", "halves")
+    assert (es["feature_sensitivity"], es["es_split"], es["strict"]) == ("rigorous", "halves", True)
+
+
+def test_optstream_figure_6_refuses_options_it_does_not_take(capsys, monkeypatch):
+    """Issue 35 §3: a figure takes the verb's options or refuses them, never ignores them."""
+    from app.bench.engine import datasets
+
+    monkeypatch.setattr(datasets, "require", lambda name: None)
+    for extra in (["--k", "4"], ["--eps", "1", "0.1"], ["--data", "tdrive"], ["--alpha", "10"]):
+        args = parse(["bench", "optstream", "--figure", "6", *extra])
+        assert args.func(args) == 2, extra
+        assert "--figure 6 does not take --" + extra[0][2:] in capsys.readouterr().err
+    args = parse(["bench", "optstream", "--figure", "thm11", "--aligned"])
+    assert args.func(args) == 2
+    assert "does not take --aligned" in capsys.readouterr().err
+
+
+def test_optstream_figure_6_takes_the_verbs_options(monkeypatch):
+    from app.bench.engine import datasets
+    from app.bench.optstream import forecast as optstream_forecast
+
+    seen: list[tuple] = []
+    monkeypatch.setattr(datasets, "require", lambda name: None)
+    monkeypatch.setattr(optstream_forecast, "write_fig6", lambda *a, **k: seen.append((a, k)) or 0)
+    argv = ["--figure", "6", "--eps", "1", "--aligned", "--no-extras", "--data", "rte2013"]
+    args = parse(["bench", "optstream", *argv, "--trials", "2"])
+    assert args.func(args) == 0
+    assert seen == [((2, None), {"eps": 1.0, "aligned": True, "extras": False})]
 
 
 def test_wn_figure_runs_only_that_sweep(monkeypatch, tmp_path: Path):

@@ -9,10 +9,13 @@ and mechanisms, so the routing lives here, above all three (no import circle).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any
 
 from app.bench.optstream import runs as optstream
 
+DEFAULT_DATA = ["rte2013", "synthetic"]
 FIGURES = ("3", "4", "6", "8", "10", "thm11", "visuals")
 """``--figure`` choices: the paper's Figs. 3, 4, 6 (forecast), 8, 10, Thm 11 (H9) and the
 visual Figs. 2, 7, 9, 11 (:mod:`app.bench.optstream.visuals`)."""
@@ -29,8 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quick", action="store_true", help="2 trials unless --trials is given")
     parser.add_argument("--trials", type=int, default=None, help="seeds 0..n-1 (default 3)")
-    parser.add_argument("--strict", action="store_true", help="dpstream's strict periods")
-    parser.add_argument("--eps", type=float, nargs="+", default=[1.0, 0.1, 0.01])
+    parser.add_argument(
+        "--aligned",
+        action="store_true",
+        help="run every column with the paper's aligned periods (eps per period; not w-event "
+        "private: a window straddling two periods loses up to 2 eps)",
+    )
+    parser.add_argument(
+        "--eps", type=float, nargs="+", default=None, help="default 1 0.1 0.01 (Fig. 6: 0.1)"
+    )
     parser.add_argument(
         "--alpha",
         type=float,
@@ -47,11 +57,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-extras",
         action="store_true",
-        help="only the headline (private) columns: no ES-thirds, no paper-calibration columns",
+        help="only the headline (private) columns: no aligned-period, ES-thirds or "
+        "paper-calibration columns",
     )
     parser.add_argument("--synthetic-days", type=int, default=28)
     parser.add_argument(
-        "--data", nargs="+", choices=list(optstream.DATASETS), default=["rte2013", "synthetic"]
+        "--data",
+        nargs="+",
+        choices=list(optstream.DATASETS),
+        default=DEFAULT_DATA,
+        help="Fig. 6 and the visuals read rte2013 only",
     )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
@@ -62,17 +77,76 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+TAKES: dict[str, tuple[str, ...]] = {
+    "6": ("trials", "quick", "aligned", "eps", "no_extras", "data", "out"),
+    "visuals": ("out", "data"),
+    "thm11": ("trials", "quick"),
+}
+"""The options of the figures that are not a grid of :mod:`app.bench.optstream.runs` (every other
+figure takes them all); any other option given to them is refused, not ignored."""
+UNSET: dict[str, Any] = {
+    "trials": None,
+    "quick": False,
+    "aligned": False,
+    "eps": None,
+    "alpha": None,
+    "ablations": False,
+    "hierarchy": False,
+    "theorem11": False,
+    "k": None,
+    "no_extras": False,
+    "synthetic_days": 28,
+    "data": DEFAULT_DATA,
+    "out": None,
+    "from_csv": None,
+}
+"""Each option's value when it is not given."""
+
+
+def refused(args: argparse.Namespace) -> list[str]:
+    """The options given that ``args.figure`` does not take (as ``--name``).
+
+    >>> ns = argparse.Namespace(**{**UNSET, "figure": "6", "k": 4, "aligned": True})
+    >>> refused(ns)
+    ['--k']
+    """
+    takes = TAKES.get(args.figure or "")
+    if takes is None:
+        return []
+    given = [k for k, v in UNSET.items() if getattr(args, k) != v and k not in takes]
+    if args.figure == "6" and args.eps is not None and len(args.eps) != 1:
+        given.append("eps (one value)")
+    if args.figure in ("6", "visuals") and args.data not in (DEFAULT_DATA, ["rte2013"]):
+        given.append("data (rte2013 only)")
+    return ["--" + k.replace("_", "-") for k in given]
+
+
 def run_cli(args: argparse.Namespace) -> int:
-    """Run what ``args`` (of :func:`add_arguments`) ask for; print the table, write ``--out``."""
-    trials = args.trials or (2 if args.quick else 3)
+    """Run what ``args`` (of :func:`add_arguments`) ask for; print the table, write ``--out``.
+    Return 2, with one line on stderr, when the figure does not take an option given."""
     if args.figure in ("6", "visuals"):
         from app.bench.engine.datasets import require
 
-        require("rte2013")  # both plot the RTE series, whatever --data: one line without it
+        require("rte2013")  # both plot the RTE series: one line without it
+    bad = refused(args)
+    if bad:
+        print(
+            f"dpstream bench optstream --figure {args.figure} does not take {', '.join(bad)} "
+            f"(it takes: {', '.join('--' + k.replace('_', '-') for k in TAKES[args.figure])})",
+            file=sys.stderr,
+        )
+        return 2
+    trials = args.trials or (2 if args.quick else 3)
     if args.figure == "6":
         from app.bench.optstream import forecast as optstream_forecast
 
-        return optstream_forecast.write_fig6(trials, args.out)
+        return optstream_forecast.write_fig6(
+            trials,
+            args.out,
+            eps=args.eps[0] if args.eps else 0.1,
+            aligned=args.aligned,
+            extras=not args.no_extras,
+        )
     if args.figure == "visuals":
         from app.bench.optstream.visuals import write_all
 
@@ -80,6 +154,7 @@ def run_cli(args: argparse.Namespace) -> int:
             print(f"wrote {path}")
         return 0
     args.trials = trials
+    args.eps = args.eps or [1.0, 0.1, 0.01]
     args.hierarchy = args.hierarchy or args.figure == "4"
     args.ablations = args.ablations or args.figure == "8"
     args.theorem11 = args.theorem11 or args.figure == "thm11"

@@ -33,9 +33,11 @@ def plot_optstream(
     mechanisms: Sequence[str],
     title: str,
     footer: str,
+    dashed: Sequence[str] = (),
 ) -> Path:
     """log10 mean L1 against ``x`` (``"eps"`` or ``"alpha"``), one panel per (dataset, month),
-    one line per mechanism (dashed and faded when its label says "not private"); write a PNG."""
+    one line per mechanism (dashed and faded when in ``dashed``: the columns that are not
+    private); write a PNG."""
     plt = _pyplot()
     series = sorted({(d, m) for d, m, *_ in results})
     fig, axes = plt.subplots(
@@ -53,8 +55,8 @@ def plot_optstream(
                 [math.log10(v) for _, v in points],
                 marker=MARKERS[k % len(MARKERS)],
                 label=name,
-                linestyle="-" if "not private" not in name else "--",
-                alpha=1.0 if "not private" not in name else 0.6,
+                linestyle="--" if name in dashed else "-",
+                alpha=0.6 if name in dashed else 1.0,
             )
         if x == "eps":
             ax.set_xscale("log")

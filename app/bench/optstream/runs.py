@@ -17,17 +17,21 @@ Every region is its own stream (``d = 1``), as in the paper; the error of a run 
 per-point mean ``|x^ - x|`` over the month (spec §5.5, item 18), averaged over regions and
 trials, reported as log10 with the standard error over trials (of the per-trial means over
 regions, carried to log10 by ``se / (mean ln 10)``). Paper setting (spec §5.3): ``w = 48``,
-``k = 10``, ``theta = 1000``, aligned periods (``strict=False``), floating-point Laplace noise
-(``noise="laplace"``, named explicitly: the library's default is ``geometric``); the
-``--strict`` flag reruns with strict periods.
+``k = 10``, ``theta = 1000``.
 
-Every headline column is w-event private: OptStream runs with the library's calibration, the
-feature queries at the w-event sensitivity ``w Delta`` (``feature_sensitivity="rigorous"``)
-and ES spending eps in halves (perturbation, features; ``es_split="halves"``, spec §2.3). The
-paper's calibration (features at ``Delta``: ``w`` times too little noise, so *not* w-event
-private) appears only in the extra columns whose label says "not private"
-(:data:`NOT_PRIVATE`), and ES in thirds (a third left unspent, as the paper) in the
-"(thirds)" column; the plots draw those dashed.
+Every headline column runs as the service would (a test loads each through the service's
+stream-config parser, which accepts it without ``accept_weaker_guarantee``): strict periods
+(``eps / 2`` per period, so that every sliding window of ``w`` slots spends at most ``eps``),
+the service's default noise (``geometric``: exact for counts, on a grid for real values),
+OptStream's feature queries at the w-event sensitivity ``w Delta``
+(``feature_sensitivity="rigorous"``) and ES spending eps in halves (perturbation, features;
+``es_split="halves"``, spec §2.3). The paper's settings appear only in extra columns whose
+label says they are not private (:func:`private`): aligned periods (``strict=False``, eps per
+period: a window straddling two periods loses up to ``2 eps``), "(aligned periods, not
+w-event private)" (:data:`ALIGNED`); the paper's whole calibration (aligned periods, features
+at ``Delta``: ``w`` times too little noise, ES in thirds, numpy's float Laplace), "(paper Δ,
+not private)" (:data:`NP`). ES in thirds alone (private) is the "(thirds)" column. The plots
+draw the extra columns dashed. ``--aligned`` runs every column with aligned periods.
 
 ``dpstream bench optstream [--figure F] [--trials N] [--data NAME ...] [--out DIR]`` prints
 Markdown tables for H1-H3 (and H6 with ``--alpha``) and writes ``optstream.csv`` with one row
@@ -76,28 +80,47 @@ TABLE2_MW = {  # the paper's Table 2, daily average MW in 2016
     "Provence-Alpes-Côte d'Azur": 4782.4,
 }
 
-PAPER = {"strict": False, "k": 10, "theta": 1000.0, "noise": "laplace"}
-OPT = {**PAPER, "feature_sensitivity": "rigorous", "es_split": "halves"}
-"""OptStream as the library builds it by default: w-event private (features at ``w Delta``)."""
-NOT_PRIVATE = {**PAPER, "feature_sensitivity": "paper", "es_split": "thirds"}
-"""The paper's calibration: features at ``Delta``, ES in thirds. Not w-event private."""
-NP = " (paper Δ, not private)"
+SETTINGS = {"k": 10, "theta": 1000.0}
+"""The paper's k and theta (spec §5.3)."""
+OPT = {**SETTINGS, "strict": True, "feature_sensitivity": "rigorous", "es_split": "halves"}
+"""OptStream as the service runs it: strict periods, default noise, features at ``w Delta``."""
+NOT_PRIVATE = {
+    **SETTINGS,
+    "strict": False,
+    "noise": "laplace",
+    "feature_sensitivity": "paper",
+    "es_split": "thirds",
+}
+"""The paper's calibration: aligned periods, float Laplace, features at ``Delta``, ES in
+thirds. Not w-event private."""
+NP = " (paper Δ, float Laplace, not private)"
 """The label suffix of every column that runs :data:`NOT_PRIVATE`."""
+ALIGNED = " (aligned periods, not w-event private)"
+"""The label suffix of every column run with the paper's aligned periods (``strict=False``)."""
+NOT_HEADLINE = (NP, ALIGNED, " (parallel regions, not private if a user moves)")
+"""The label suffixes of the columns the service refuses: shown, never judged."""
 MECHANISMS: dict[str, tuple[str, dict[str, Any]]] = {
     "Laplace": ("optstream", {**OPT, "sampling": "none", "postprocess": False}),
-    "DFT": ("dft", {"strict": False, "k": 10, "noise": "laplace"}),
+    "DFT": ("dft", {"strict": True, "k": 10}),
     "OptStream_ES": ("optstream", {**OPT, "sampling": "es"}),
     "OptStream_LS": ("optstream", {**OPT, "sampling": "ls"}),
 }
-FIG3 = {**MECHANISMS, "PeGaSus": ("pegasus", {"strict": False, "noise": "laplace"})}
-"""Fig. 3's comparison: the baselines, OptStream, and PeGaSus-w (H7; spec §2.11 B3)."""
+FIG3 = {**MECHANISMS, "PeGaSus": ("pegasus", {})}
+"""Fig. 3's comparison: the baselines, OptStream, and PeGaSus-w (H7; spec §2.11 B3; it
+releases every slot at ``eps / w``, so periods do not apply)."""
+ALIGNED_COLUMNS: dict[str, tuple[str, dict[str, Any]]] = {
+    x + ALIGNED: ("optstream", {**OPT, "sampling": s, "strict": False})
+    for x, s in (("OptStream_ES", "es"), ("OptStream_LS", "ls"))
+}
+"""OptStream ES and LS with aligned periods (eps per period), all else as the headline."""
 EXTRAS: dict[str, tuple[str, dict[str, Any]]] = {
+    **ALIGNED_COLUMNS,
     "OptStream_ES (thirds)": ("optstream", {**OPT, "sampling": "es", "es_split": "thirds"}),
     "OptStream_ES" + NP: ("optstream", {**NOT_PRIVATE, "sampling": "es"}),
     "OptStream_LS" + NP: ("optstream", {**NOT_PRIVATE, "sampling": "ls"}),
 }
-"""Extra columns beside the headline ones: ES with the paper's thirds (private), and the
-paper's feature calibration (not private)."""
+"""Extra columns beside the headline ones: aligned periods (not private), ES with the paper's
+thirds (private), and the paper's whole calibration (not private)."""
 ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "<P,o,o>": ("optstream", {**OPT, "sampling": "none", "postprocess": False}),
     "<P,o,O>": ("optstream", {**OPT, "sampling": "none", "postprocess": True}),
@@ -105,34 +128,38 @@ ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "<P,S,O>": ("optstream", {**OPT, "sampling": "ls", "postprocess": True}),
 }
 ABLATION_EXTRAS: dict[str, tuple[str, dict[str, Any]]] = {
+    "<P,S,O>" + ALIGNED: ("optstream", {**OPT, "sampling": "ls", "strict": False}),
     "<P,o,O>" + NP: ("optstream", {**NOT_PRIVATE, "sampling": "none", "postprocess": True}),
     "<P,S,O>" + NP: ("optstream", {**NOT_PRIVATE, "sampling": "ls", "postprocess": True}),
 }
-"""Fig. 8's two post-processed ablations with the paper's calibration (not private)."""
+"""Fig. 8's extra columns: ``<P,S,O>`` with aligned periods, and the two post-processed
+ablations with the paper's calibration (not private)."""
 
 
 HIERS: dict[str, tuple[str, dict[str, Any]]] = {
     "OptStream_h": ("optstream_h", OPT),
     "OptStream_h per-region": ("optstream_hr", {**OPT, "region_split": "sequential"}),
-    "OptStream_h per-region (parallel, one region per user)": (
+    "OptStream_h per-region" + NOT_HEADLINE[2]: (
         "optstream_hr",
         {**OPT, "region_split": "parallel"},
     ),
+    "OptStream_h" + ALIGNED: ("optstream_h", {**OPT, "strict": False}),
     "OptStream_h" + NP: ("optstream_h", NOT_PRIVATE),
 }
 """Fig. 4's hierarchical columns: one sample set shared by the regions (``optstream_h``), one
 per region (``optstream_hr``) at eps/(2d) per region (sequential over the regions: private for
-any user) or at eps/2 per region (the paper's parallel composition: private when a user stays
-in one region, as the per-region baselines assume), and the paper's feature calibration."""
+any user) or at eps/2 per region (the paper's parallel composition: private only when a user
+stays in one region, as the per-region baselines assume; the service refuses it), and the
+shared one with aligned periods and with the paper's calibration."""
 
 
 def private(label: str) -> bool:
-    """Whether the column ``label`` runs a w-event private calibration.
+    """Whether the column ``label`` is a headline one: w-event private as the service runs it.
 
-    >>> private("OptStream_LS"), private("OptStream_LS" + NP)
-    (True, False)
+    >>> private("OptStream_LS"), private("OptStream_LS" + NP), private("DFT" + ALIGNED)
+    (True, False, False)
     """
-    return not label.endswith(NP)
+    return not label.endswith(NOT_HEADLINE)
 
 
 def load_rte(month: str, root: Path | None = None) -> tuple[list[str], np.ndarray]:
@@ -184,6 +211,15 @@ DATASETS: dict[str, Callable[[argparse.Namespace], dict[str, tuple[list[str], np
 """``--data`` names: each gives ``{month: (regions, (slots, regions) values)}``."""
 
 
+def with_periods(params: dict[str, Any], aligned: bool) -> dict[str, Any]:
+    """A column's parameters, with aligned periods (``strict=False``) when ``aligned``.
+
+    >>> with_periods({"k": 10}, True), with_periods({"k": 10}, False)
+    ({'k': 10, 'strict': False}, {'k': 10})
+    """
+    return {**params, "strict": False} if aligned else dict(params)
+
+
 def released(
     name: str, params: dict[str, Any], x: np.ndarray, eps: float, alpha: float | None, seed: int
 ) -> np.ndarray:
@@ -212,14 +248,15 @@ def run(
     eps_grid: list[float],
     alphas: list[float | None],
     trials: int,
-    strict: bool,
+    aligned: bool,
     rows: list[dict[str, Any]],
     k: int | None = None,
     progress: bool = False,
 ) -> dict[tuple[str, str, str, float, float | None], float]:
     """Mean error (over regions and trials) per (dataset, month, mechanism, eps, alpha); ``k``
     (samples, Fourier coefficients) overrides the paper's 10, or 5 when alpha = 100;
-    ``progress`` draws a progress bar on stderr."""
+    ``aligned`` runs every column with aligned periods; ``progress`` draws a progress bar on
+    stderr."""
     acc: dict[tuple[str, str, str, float, float | None], list[float]] = defaultdict(list)
     total = sum(len(regions) for months in datasets.values() for regions, _ in months.values())
     bar = tqdm(
@@ -231,7 +268,7 @@ def run(
     for ds, months in datasets.items():
         for month, (regions, x) in months.items():
             for label, (name, params) in mechanisms.items():
-                p = {**params, "strict": strict}
+                p = with_periods(params, aligned)
                 if "k" in p and k is not None:
                     p["k"] = k
                 elif "k" in p and alphas and alphas[0] == 100.0:
@@ -252,7 +289,7 @@ def run(
                                         "registry": name,
                                         "eps": eps,
                                         "alpha": alpha,
-                                        "strict": strict,
+                                        "strict": p.get("strict", True),
                                         "seed": seed,
                                         "params": json.dumps(p, sort_keys=True),
                                         "error": err,
@@ -286,10 +323,12 @@ def hierarchy(
     datasets: dict[str, dict[str, tuple[list[str], np.ndarray]]],
     alphas: list[float],
     trials: int,
-    strict: bool,
+    aligned: bool,
     rows: list[dict[str, Any]],
+    extras: bool = True,
 ) -> dict[tuple[str, str, str, float, float | None], float]:
-    """H4: national and regional mean L1 at eps = 1 (eps/2 per level, spec §2.9, B1).
+    """H4: national and regional mean L1 at eps = 1 (eps/2 per level, spec §2.9, B1); without
+    ``extras`` only the headline columns.
 
     OptStream_h releases the 12 regions from one joint program (national = their sum), with
     one L1 sample set shared by the regions (``optstream_h``), privately and, in the extra
@@ -302,7 +341,11 @@ def hierarchy(
     separately with eps / 2 each; their national figure is their own national release.
     """
     acc: dict[tuple[str, str, str, float, float | None], list[float]] = defaultdict(list)
-    hiers = {label: (name, params) for label, (name, params) in HIERS.items()}
+    hiers = {label: m for label, m in HIERS.items() if extras or private(label)}
+    strict = {
+        label: with_periods(params, aligned).get("strict", True)
+        for label, (_, params) in {**HIERS, **MECHANISMS}.items()
+    }
     for ds, months in datasets.items():
         for month, (_, x) in months.items():
             national = x.sum(axis=1)
@@ -317,7 +360,7 @@ def hierarchy(
                                 d=x.shape[1],
                                 groups=[Group(W, 1.0)],
                                 alpha=alpha,
-                                **{**calibration, "k": k, "strict": strict},
+                                **{**with_periods(calibration, aligned), "k": k},
                             )
                         )
                         rng = np.random.default_rng(seed)
@@ -326,7 +369,7 @@ def hierarchy(
                         errs[(hier_label, "national")] = nat
                         errs[(hier_label, "regional")] = float(np.abs(out - x).mean())
                     for label, (name, params) in MECHANISMS.items():
-                        p = {**params, "strict": strict}
+                        p = with_periods(params, aligned)
                         if "k" in p:
                             p["k"] = k
                         errs[(label, "national")] = mean_l1(name, p, national, 0.5, alpha, seed)
@@ -349,7 +392,7 @@ def hierarchy(
                                 "registry": label,
                                 "eps": 1.0,
                                 "alpha": alpha,
-                                "strict": strict,
+                                "strict": strict[label],
                                 "seed": seed,
                                 "params": json.dumps({"k": k}),
                                 "error": float(err),
@@ -420,7 +463,7 @@ def figure_mechanisms(
     headline ones, then (``extras``) the labelled extra ones.
 
     >>> list(figure_mechanisms(False, True, True))[-1]
-    'OptStream_LS (paper Δ, not private)'
+    'OptStream_LS (paper Δ, float Laplace, not private)'
     """
     if ablations:
         return {**ABLATIONS, **(ABLATION_EXTRAS if extras else {})}
@@ -442,12 +485,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.theorem11:
         text = theorem11(1.0, [0.1, 1.0, 10.0], [2, 3, 4, 6, 8, 12, 16, 24], args.trials)
     elif args.hierarchy:
-        res = hierarchy(datasets, args.alpha or [10.0, 50.0, 100.0], args.trials, args.strict, rows)
+        alphas = args.alpha or [10.0, 50.0, 100.0]
+        extras = not args.no_extras
+        res = hierarchy(datasets, alphas, args.trials, args.aligned, rows, extras)
         se = standard_errors(rows, by_level=True)
         mechanisms = {
             **{label: m for label, m in HIERS.items() if private(label)},
             **MECHANISMS,
-            **{label: m for label, m in HIERS.items() if not private(label)},
+            **{label: m for label, m in HIERS.items() if extras and not private(label)},
         }
         text = table(res, list(mechanisms), "H4: hierarchy, eps = 1", se)
         plot = ("alpha", "Fig. 4, hierarchy, eps = 1", "fig4_hierarchy.png")
@@ -460,7 +505,7 @@ def _run(args: argparse.Namespace) -> int:
                 [1.0],
                 [alpha],
                 args.trials,
-                args.strict,
+                args.aligned,
                 rows,
                 args.k,
                 progress=True,
@@ -477,7 +522,7 @@ def _run(args: argparse.Namespace) -> int:
             args.eps,
             [None],
             args.trials,
-            args.strict,
+            args.aligned,
             rows,
             args.k,
             progress=True,
@@ -492,7 +537,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     print(text)
     print(
-        f"\n{len(rows)} runs, {args.trials} trials, strict={args.strict}, "
+        f"\n{len(rows)} runs, {args.trials} trials, aligned={args.aligned}, "
         f"{time.time() - start:.0f} s",
         file=sys.stderr,
     )
@@ -503,7 +548,7 @@ def _run(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
         if plot:
-            _plot(res, args.out, plot, list(mechanisms), args.trials, args.strict)
+            _plot(res, args.out, plot, list(mechanisms), args.trials, args.aligned)
     return 0
 
 
@@ -513,7 +558,7 @@ def _plot(
     plot: tuple[str, str, str],
     mechanisms: list[str],
     trials: int,
-    strict: bool,
+    aligned: bool,
 ) -> Path:
     x, title, name = plot
     return plot_optstream(
@@ -521,9 +566,12 @@ def _plot(
         out / name,
         x=x,
         mechanisms=mechanisms,
+        dashed=[m for m in mechanisms if not private(m)],
         title=f"OptStream {title}, log10 mean L1 ({trials} trials)",
-        footer=f"seeds 0..{trials - 1}; w = {W}, strict = {strict}, Laplace noise; solid: "
-        "w-event private (features at w Delta), dashed: paper's Delta, not private",
+        footer=f"seeds 0..{trials - 1}; w = {W}; solid: w-event private (strict periods, "
+        "geometric noise, features at w Delta), dashed: not private (aligned periods, or the "
+        "paper's Delta and float Laplace)"
+        + ("; every column run with aligned periods (--aligned)" if aligned else ""),
     )
 
 
@@ -570,5 +618,6 @@ def _replot(args: argparse.Namespace) -> int:
             else ("eps", "Fig. 3", "fig3_eps.png")
         )
         args.out.mkdir(parents=True, exist_ok=True)
-        print(f"wrote {_plot(res, args.out, plot, labels, trials, rows[0]['strict'] == 'True')}")
+        aligned = all(r["strict"] == "False" for r in rows)
+        print(f"wrote {_plot(res, args.out, plot, labels, trials, aligned)}")
     return 0

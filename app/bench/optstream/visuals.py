@@ -10,11 +10,11 @@ Rhône-Alpes in January (2016 there; ``rte2013``'s 2013-01 here), ``w = 48``, wi
 * Fig. 11: PeGaSus-w against OptStream_LS, the same alphas at eps = 1 (spec item 14).
 
 Fig. 5 (one day's ARMA forecasts) is the left panel of ``fig6_forecast.png``
-(:mod:`app.bench.optstream.forecast`). Every mechanism runs with the headline (w-event
-private) settings of :mod:`app.bench.optstream.runs`, seed 0; a panel shows the first ``days``
-days so that the half-hourly shape stays visible. ``dpstream bench optstream --figure visuals
---out DIR`` writes ``fig2_streams.png``, ``fig7_streams.png``, ``fig9_streams.png`` and
-``fig11_streams.png``.
+(:mod:`app.bench.optstream.forecast`). Every mechanism runs with the headline settings of
+:mod:`app.bench.optstream.runs` (w-event private: strict periods, the default noise), seed 0; a
+panel shows the first ``days`` days so that the half-hourly shape stays visible. ``dpstream
+bench optstream --figure visuals --out DIR`` writes ``fig2_streams.png``, ``fig7_streams.png``,
+``fig9_streams.png`` and ``fig11_streams.png``.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def plot(
     return save(
         fig,
         path,
-        f"{REGION}, rte2013 2013-01, w = {W}, seed 0, Laplace noise, "
-        "w-event private settings (features at w Delta)",
+        f"{REGION}, rte2013 2013-01, w = {W}, seed 0, headline settings: w-event private "
+        "(strict periods, geometric noise, features at w Delta)",
         dpi=80,
     )
 

@@ -16,7 +16,7 @@ reference of the OptStream data (:func:`zeros_reference`).
 >>> [s.key for s in STORED][:3]
 ['pldp', 'wn', 'wn-table1']
 >>> find(STORED, "optstream-fig3").command(Path("docs/results"))
-'dpstream bench optstream --data rte2013 --trials 15 --out docs/results/optstream-fig3'
+'dpstream bench optstream --data rte2013 --trials 6 --out docs/results/optstream-fig3'
 """
 
 from __future__ import annotations
@@ -59,35 +59,35 @@ STORED: tuple[Stored, ...] = (
         "optstream",
         "optstream-fig3",
         "optstream.csv",
-        ("--data", "rte2013", "--trials", "15"),
+        ("--data", "rte2013", "--trials", "6"),
     ),
     Stored(
         "optstream-fig3-tdrive",
         "optstream",
         "optstream-fig3-tdrive",
         "optstream.csv",
-        ("--data", "tdrive", "--trials", "30"),
+        ("--data", "tdrive", "--trials", "5"),
     ),
     Stored(
         "optstream-fig3-synthetic",
         "optstream",
         "optstream-fig3-synthetic",
         "optstream.csv",
-        ("--data", "synthetic", "--trials", "5"),
+        ("--data", "synthetic", "--trials", "2"),
     ),
     Stored(
         "optstream-fig8",
         "optstream",
         "optstream-fig8",
         "optstream.csv",
-        ("--figure", "8", "--trials", "5"),
+        ("--figure", "8", "--data", "rte2013", "--trials", "2"),
     ),
     Stored(
         "optstream-fig10",
         "optstream",
         "optstream-fig10",
         "optstream.csv",
-        ("--figure", "10", "--data", "rte2013", "--trials", "10"),
+        ("--figure", "10", "--data", "rte2013", "--trials", "3"),
     ),
     Stored(
         "optstream-fig10-k10",
@@ -104,7 +104,7 @@ STORED: tuple[Stored, ...] = (
             "--k",
             "10",
             "--trials",
-            "10",
+            "3",
             "--no-extras",
         ),
     ),
@@ -113,14 +113,14 @@ STORED: tuple[Stored, ...] = (
         "optstream",
         "optstream-fig4",
         "optstream.csv",
-        ("--figure", "4", "--data", "rte2013", "--trials", "3"),
+        ("--figure", "4", "--data", "rte2013", "--trials", "2"),
     ),
     Stored(
         "optstream-fig6",
         "optstream",
         "optstream-fig6",
         "forecast.csv",
-        ("--figure", "6", "--trials", "5"),
+        ("--figure", "6", "--trials", "2"),
         reads=("rte2013",),
     ),
     Stored("optstream-thm11", "optstream", "optstream-thm11", "thm11.csv", producer="thm11"),

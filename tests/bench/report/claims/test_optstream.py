@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.bench.engine.claims import Verdict
 from app.bench.optstream import claims as o
 
-NP = "OptStream_LS (paper Δ, not private)"
+NP = "OptStream_LS (paper Δ, float Laplace, not private)"
 
 
 def _rows(errors, eps=(1.0, 0.1, 0.01), alpha=None, month="m", jitter=0.0):
@@ -52,8 +52,24 @@ def test_h3_needs_a_strict_order():
     h3 = o.h3(o.stats(_rows(tie)))
     assert h3.verdict == Verdict.DISAGREE and "0/3 rows" in h3.measured
     assert o.h3(o.stats(_rows(tie))).why == ""  # post-processing lowers <P,o,O> here
-    hurts = dict(zip(o.ABLATION_ORDER, (3.0, 4.0, 2.0, 1.0), strict=True))
-    assert "raises the error in 3/3 rows" in o.h3(o.stats(_rows(hurts))).why
+    hurts = dict(zip(o.ABLATION_ORDER, (3.0, 6.0, 2.0, 1.0), strict=True))
+    why = o.h3(o.stats(_rows(hurts))).why
+    assert "raises the error in 3/3 rows, by +0.30 to +0.30 log10" in why
+    assert "log10 2 = +0.30" in why
+
+
+def test_aligned_and_parallel_columns_are_never_judged():
+    for label in (
+        "OptStream_LS (aligned periods, not w-event private)",
+        "OptStream_h per-region (parallel regions, not private if a user moves)",
+        NP,
+    ):
+        assert not o.is_private(label)
+    peg = {"PeGaSus": 5.0, "OptStream_ES": 6.0, "OptStream_LS": 6.0}
+    aligned = {**peg, "OptStream_LS (aligned periods, not w-event private)": 1.0}
+    h7 = o.h7(o.stats(_rows(aligned)))
+    assert h7.verdict == Verdict.DISAGREE and "above OptStream in 0/6" in h7.measured
+    assert "PeGaSus would be above OptStream in 3/3" in h7.why
 
 
 def test_h4_counts_the_best_private_hierarchical_variant():
@@ -120,6 +136,22 @@ def test_h9_best_k_near_k_star_and_below_laplace():
         ]
 
     assert o.h9(rows({0.1: 2, 1.0: 6, 10.0: 24})).verdict == Verdict.AGREE
-    assert o.h9(rows({0.1: 2, 1.0: 2, 10.0: 3})).verdict == Verdict.PARTLY
+    # the module's scale (issue 35 §3): near k* at 2/3 L values is partly, at 1/3 disagree
+    assert o.h9(rows({0.1: 2, 1.0: 6, 10.0: 3})).verdict == Verdict.PARTLY
+    assert o.h9(rows({0.1: 2, 1.0: 2, 10.0: 3})).verdict == Verdict.DISAGREE
     above = [{**r, "error": 0.5} if r["k"] == 48 else r for r in rows({0.1: 2})]
     assert o.h9(above).verdict == Verdict.DISAGREE
+
+
+def test_each_twin_is_named_by_its_own_setting():
+    """Aligned periods and the paper's calibration are different settings: a reason names the
+    twin it counts (an aligned column is never called the paper's calibration)."""
+    aligned = "OptStream_LS (aligned periods, not w-event private)"
+    base = {"Laplace": 100.0, "DFT": 50.0, "OptStream_LS": 60.0, "OptStream_ES": 70.0}
+    h1 = o.h1(o.stats(_rows({**base, aligned: 40.0})))
+    assert "with aligned periods (not private) LS would be below both at 3/3" in h1.measured
+    assert "paper's calibration" not in h1.measured
+    h1 = o.h1(o.stats(_rows({**base, aligned: 40.0, NP: 80.0})))
+    assert "with the paper's calibration (not private) LS would be below both at 0/3" in h1.measured
+    why = o.h6(o.stats(_rows({**base, aligned: 40.0}, alpha=10.0)))[1].why
+    assert why == "with aligned periods (not private) OptStream_LS would be the lowest at 3/3"

@@ -32,14 +32,21 @@ def _paper_like():
     return (
         _rows("fig8", (0.2, 0.6, 1.0), lambda m, e: 1 / e)
         + _rows("fig9", (40, 120, 200), lambda m, w: w if m in ("bd", "stbd") else 1.0)
-        + _rows("fig10", (4, 6, 9), lambda m, n: 1.0)
+        + _rows("fig10", (4, 6, 9), _n_curve)
     )
+
+
+def _n_curve(m, n):
+    """STBD and STR move a little with n (within 10%), BD and RescueDP take no n."""
+    return 1.0 + 0.01 * n if m in ("stbd", "str") else 1.0
 
 
 def test_paper_like_rows_agree_on_t1_to_t4():
     cs = wn.claims(_paper_like())
     assert [_by(cs, r).verdict for r in ("T1", "T2", "T3", "T4")] == [Verdict.AGREE] * 4
-    assert "contrast" in _by(cs, "T4").why and "not in the stored run" in _by(cs, "T4").why
+    t4 = _by(cs, "T4")
+    assert t4.measured.startswith("3/3 informative checks hold")
+    assert "BD and RescueDP take no n" in t4.why and "contrast" not in t4.why
 
 
 def test_t1_fails_when_the_error_rises_with_eps():
@@ -68,26 +75,36 @@ def test_t3_flat_means_within_ten_percent_and_short_data_is_not_judged():
     assert short.verdict == Verdict.NOT_RUN and "msnbc (599 slots)" in short.why
 
 
-def test_t4_contrast_counts_when_the_run_has_it():
-    rows = _rows("fig10", (4, 9), lambda m, n: 1.0)
+def test_t4_counts_only_informative_checks():
+    """Issue 35 §3: a vacuous n sweep (STBD and STR the same at every n) and the Uniform
+    contrast (eps / w a slot whatever n) are said, not counted."""
+    rows = _rows("fig10", (4, 9), _n_curve, dataset="tdrive")
+    rows += _rows("fig10", (4, 9), lambda m, n: 1.0)  # msnbc: nothing moves with n
     rows += [
         {
             "dataset": "msnbc",
             "figure": "fig10",
             "value": n,
             "mechanism": "wn_uniform",
-            "mae": v,
+            "mae": 10.0,
             "slots": 768,
         }
-        for n, v in ((4, 10.0), (9, 30.0))
+        for n in (4, 9)
     ]
     t4 = _by(wn.claims(rows), "T4")
-    assert (
-        t4.verdict == Verdict.AGREE
-        and "msnbc Uniform (w,n), every timestamp 10 -> 30 (rises)" in t4.why
-    )
-    flat = [{**r, "mae": 10.0} if r["mechanism"] == "wn_uniform" else r for r in rows]
-    assert _by(wn.claims(flat), "T4").verdict == Verdict.PARTLY  # the contrast fails
+    assert t4.verdict == Verdict.AGREE and t4.measured.startswith("3/3 informative checks hold")
+    assert "msnbc" not in t4.measured and "msnbc: STBD and STR release the same" in t4.why
+    assert "cannot rise with n: msnbc 10 -> 10" in t4.why
+    wide = [
+        {**r, "mae": r["mae"] * r["value"]}
+        if (r["dataset"], r["mechanism"]) == ("tdrive", "stbd")
+        else r
+        for r in rows
+    ]
+    t4 = _by(wn.claims(wide), "T4")
+    assert t4.verdict == Verdict.PARTLY and "2/3 informative checks" in t4.measured
+    vacuous = _by(wn.claims(_rows("fig10", (4, 9), lambda m, n: 1.0)), "T4")
+    assert vacuous.verdict == Verdict.NOT_RUN
 
 
 def _table1(shares_by_w, nodes=100, edges=342):
@@ -106,13 +123,16 @@ def _table1(shares_by_w, nodes=100, edges=342):
     ]
 
 
-def test_t5_direction_only_is_partly_and_the_papers_column_agrees():
+def test_t5_judges_the_gap_to_the_paper_not_the_direction():
+    """Issue 35 §3: shares that never rise with w hold by construction; only the gap to the
+    paper's Table 1 counts."""
     ours = _table1({40: (10, 60, 100, 100, 100, 100, 100, 100, 100), 120: (5, 50) + (100,) * 7})
-    assert _by(wn.claims([], ours), "T5").verdict == Verdict.PARTLY
-    rising = _table1({40: (5,) + (100,) * 8, 120: (10, 60) + (100,) * 7})
-    assert _by(wn.claims([], rising), "T5").verdict == Verdict.DISAGREE
+    t5 = _by(wn.claims([], ours), "T5")
+    assert t5.verdict == Verdict.DISAGREE and "within 5 points at 0/1" in t5.measured
+    assert "never rise with w on every stand-in (yes), true by construction" in t5.why
     paper = _table1({w: wn.PAPER_TABLE1[w] for w in (40, 120)})
     assert _by(wn.claims([], paper), "T5").verdict == Verdict.AGREE
+    assert _by(wn.claims([], []), "T5").verdict == Verdict.NOT_RUN
 
 
 def test_t6_and_t7():
