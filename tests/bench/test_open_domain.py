@@ -109,6 +109,7 @@ def _rows(open_r10: float, label_r10: float, open_r100: float, thr_r100: float) 
         base
         | {"method": m, "recall10": str(a), "recall100": str(b), "released": str(n)}
         | {"precision": "1.0", "mae": str(e), "mae_true": str(e)}
+        | {"true_keys": "40", "top_count": "12"}
         for m, (a, b, n, e) in cells.items()
     ]
 
@@ -116,14 +117,15 @@ def _rows(open_r10: float, label_r10: float, open_r100: float, thr_r100: float) 
 def test_verdicts_are_computed_from_the_rows():
     text = "\n".join(report.verdicts(report.means(_rows(0.5, 0.9, 0.3, 0.2))))
     assert "is +40 to +40 points" in text  # price: 0.9 - 0.5
-    assert "Within 10 points of the labelled release in 0 of 1" in text
-    assert "MAE on the true keys, open over labelled, x0.50 to x0.50" in text
-    assert "top-100 recall higher in 1 of 1 (eps 4 w 2)" in text  # carry-over 0.3 > 0.2
+    assert "(1 of 1 settings), the open one is within 10 points in 0." in text
+    assert "MAE on the true keys, open over labelled, x0.5 to x0.5." in text
+    assert "higher by more than a point in 1 of 1 (eps 4 w 2), lower in 0" in text  # 0.3 > 0.2
     assert "MAE on the true keys lower in 1 of 1" in text  # 1.0 < 1.5
-    assert "higher top-10 recall in 1 of 1" in text  # open_pba 0.55 > 0.5
+    assert "precision 1.00 to 1.00 against 1.00 to 1.00" in text
+    assert "point in 1 of 1 settings where `open_uniform`" in text  # open_pba 0.55 > 0.5
     flipped = "\n".join(report.verdicts(report.means(_rows(0.85, 0.9, 0.1, 0.2))))
-    assert "Within 10 points of the labelled release in 1 of 1" in flipped
-    assert "top-100 recall higher in 0 of 1" in flipped
+    assert "the open one is within 10 points in 1 (eps 4 w 2)" in flipped
+    assert "higher by more than a point in 0 of 1, lower in 1" in flipped
 
 
 def test_verdict_says_when_no_key_was_released():
@@ -132,8 +134,10 @@ def test_verdict_says_when_no_key_was_released():
         if r["method"] in ("open_uniform", "threshold", "open_pba"):
             r["released"] = "0"
     text = "\n".join(report.verdicts(report.means(rows)))
-    assert "no key reached tau in 1 (eps 4 w 2)" in text
-    assert "neither `open_uniform` nor `threshold` released a key" in text
+    assert "releases under 1 key per slot in 1 of 1 settings (eps 4 w 2)" in text
+    assert "largest true count in a slot averages 12.0 (over 40.0 keys sent per slot)" in text
+    assert "against tau 8." in text
+    assert "neither `open_uniform` nor `threshold` released 1 key per slot" in text
 
 
 def test_section_without_a_stored_run_says_not_run(tmp_path: Path):

@@ -21,6 +21,7 @@ from app.bench.open_domain.run import METHODS
 ROWS = "open_domain.csv.gz"
 META = "run.json"
 MEASURES = ("tau", "released", "recall10", "recall100", "precision", "mae", "mae_true")
+DATA = ("true_keys", "top_count")
 LABELS = {
     "tau": "tau",
     "released": "keys released / slot",
@@ -73,12 +74,12 @@ def means(rows: Sequence[Mapping[str, Any]]) -> Means:
         if r["status"] != "ok":
             continue
         key = (str(r["dataset"]), str(r["method"]), _num(r["eps"]), int(_num(r["w"])))
-        for m in MEASURES:
+        for m in MEASURES + DATA:
             v = _num(r.get(m))
             if not math.isnan(v):
                 acc[key][m].append(v)
     return {
-        k: {m: (sum(v[m]) / len(v[m]) if v[m] else math.nan) for m in MEASURES}
+        k: {m: (sum(v[m]) / len(v[m]) if v[m] else math.nan) for m in MEASURES + DATA}
         for k, v in acc.items()
     }
 
@@ -113,6 +114,12 @@ def _settings(m: Means, dataset: str, a: str, b: str) -> list[tuple[float, int]]
     )
 
 
+LIVE = 1.0
+"""Keys released per slot (mean) from which a method counts as releasing anything."""
+POINT = 0.01
+"""A recall difference within one point counts as equal."""
+
+
 def _pts(x: float) -> str:
     return f"{round(100 * x) + 0:+d}"
 
@@ -130,23 +137,36 @@ def _price(m: Means, ds: str) -> list[str]:
     if not cells:
         return []
     gaps = [
-        m[(ds, "label_uniform", e, w)]["recall10"] - m[(ds, "open_uniform", e, w)]["recall10"]
-        for e, w in cells
+        m[(ds, "label_uniform", *c)]["recall10"] - m[(ds, "open_uniform", *c)]["recall10"]
+        for c in cells
     ]
-    close = [(e, w) for (e, w), g in zip(cells, gaps, strict=True) if g <= 0.1]
-    silent = [(e, w) for e, w in cells if m[(ds, "open_uniform", e, w)]["released"] == 0]
+    useful = [c for c in cells if m[(ds, "label_uniform", *c)]["recall10"] >= 0.5]
+    close = [c for c, g in zip(cells, gaps, strict=True) if c in useful and g <= 0.1]
+    silent = [c for c in cells if m[(ds, "open_uniform", *c)]["released"] < LIVE]
     text = (
-        f"- **{ds}, the price of not knowing the domain** (`open_uniform` against `label_uniform` "
-        f"given the run's key set, same eps and w): the labelled release's top-10 recall minus "
-        f"the open one's is {_pts(min(gaps))} to {_pts(max(gaps))} points (mean "
-        f"{_pts(sum(gaps) / len(gaps))}); MAE on the true keys, open over labelled, "
-        f"{_ratio(m, ds, cells)}. "
-        f"Within 10 points of the labelled release in {len(close)} of {len(cells)} settings"
-        + (f" ({_list(close)})" if close else "")
-        + (f"; no key reached tau in {len(silent)} ({_list(silent)})" if silent else "")
-        + "."
+        f"- **{ds}, the price of not knowing the domain** (`open_uniform` against "
+        f"`label_uniform` given the run's key set, same eps and w): the labelled release's "
+        f"top-10 recall minus the open one's is {_pts(min(gaps))} to {_pts(max(gaps))} points "
+        f"(mean {_pts(sum(gaps) / len(gaps))}); MAE on the true keys, open over labelled, "
+        f"{_ratio(m, ds, cells)}. Where the labelled release reaches top-10 recall 0.5 "
+        f"({len(useful)} of {len(cells)} settings), the open one is within 10 points in "
+        f"{len(close)}" + (f" ({_list(close)})" if close else "") + ". `open_uniform` releases "
+        f"under {LIVE:g} key per slot in {len(silent)} of {len(cells)} settings"
+        + (f" ({_list(silent)})" if silent else "")
+        + f": the largest true count in a slot averages {_data(m, ds, 'top_count')} "
+        f"(over {_data(m, ds, 'true_keys')} keys sent per slot), against tau "
+        f"{_taus(m, ds, silent or cells)}."
     )
     return [text]
+
+
+def _data(m: Means, ds: str, what: str) -> str:
+    return _fmt(next(v[what] for k, v in m.items() if k[0] == ds), 1)
+
+
+def _taus(m: Means, ds: str, cells: Sequence[tuple[float, int]]) -> str:
+    taus = sorted({int(m[(ds, "open_uniform", *c)]["tau"]) for c in cells})
+    return f"{taus[0]} to {taus[-1]}" if len(taus) > 1 else str(taus[0])
 
 
 def _ratio(m: Means, ds: str, cells: Sequence[tuple[float, int]]) -> str:
@@ -155,7 +175,7 @@ def _ratio(m: Means, ds: str, cells: Sequence[tuple[float, int]]) -> str:
         for c in cells
         if m[(ds, "label_uniform", *c)]["mae_true"] > 0
     ]
-    return f"x{min(r):.2f} to x{max(r):.2f}" if r else "-"
+    return f"x{min(r):.2g} to x{max(r):.3g}" if r else "-"
 
 
 def _carry(m: Means, ds: str) -> list[str]:
@@ -165,12 +185,12 @@ def _carry(m: Means, ds: str) -> list[str]:
     live = [
         c
         for c in cells
-        if m[(ds, "threshold", *c)]["released"] > 0 or m[(ds, "open_uniform", *c)]["released"] > 0
+        if max(m[(ds, x, *c)]["released"] for x in ("open_uniform", "threshold")) >= LIVE
     ]
     if not live:
         return [
-            f"- **{ds}, carry-over**: neither `open_uniform` nor `threshold` released a key "
-            f"in any of the {len(cells)} settings: no verdict."
+            f"- **{ds}, carry-over**: neither `open_uniform` nor `threshold` released "
+            f"{LIVE:g} key per slot in any of the {len(cells)} settings: no verdict."
         ]
 
     def diff(measure: str) -> list[float]:
@@ -179,37 +199,48 @@ def _carry(m: Means, ds: str) -> list[str]:
         ]
 
     r100, r10, err = diff("recall100"), diff("recall10"), diff("mae_true")
-    better = [c for c, d in zip(live, r100, strict=True) if d > 0]
+    better = [c for c, d in zip(live, r100, strict=True) if d > POINT]
+    worse = [c for c, d in zip(live, r100, strict=True) if d < -POINT]
     return [
         f"- **{ds}, where carry-over helps** (`open_uniform` against `threshold`, per-slot "
         f"selection with no public keys, same per-slot budget), over the {len(live)} settings "
-        f"where a key was released: top-100 recall higher in {len(better)} of {len(live)}"
+        f"where either releases at least {LIVE:g} key per slot: top-100 recall higher by more "
+        f"than a point in {len(better)} of {len(live)}"
         + (f" ({_list(better)})" if better else "")
-        + f"; the difference (carry-over minus none) is {_pts(min(r100))} to {_pts(max(r100))} "
-        f"points in top-100 recall and {_pts(min(r10))} to {_pts(max(r10))} in top-10; MAE on "
-        f"the true keys lower in "
-        f"{sum(1 for d in err if d < 0)} of {len(live)}."
+        + f", lower in {len(worse)}; the difference (carry-over minus none) is "
+        f"{_pts(min(r100))} to {_pts(max(r100))} points in top-100 recall and {_pts(min(r10))} "
+        f"to {_pts(max(r10))} in top-10; MAE on the true keys lower in "
+        f"{sum(1 for d in err if d < 0)} of {len(live)}. The price: precision "
+        f"{_range(m, ds, 'open_uniform', 'precision', live)} against "
+        f"{_range(m, ds, 'threshold', 'precision', live)} (public keys are released when "
+        "nobody sent them)."
     ]
+
+
+def _range(m: Means, ds: str, method: str, measure: str, cells: Sequence[Any]) -> str:
+    v = [m[(ds, method, *c)][measure] for c in cells]
+    v = [x for x in v if not math.isnan(x)]
+    return "-" if not v else f"{min(v):.2f} to {max(v):.2f}"
 
 
 def _adaptive(m: Means, ds: str) -> list[str]:
     cells = [
         c
         for c in _settings(m, ds, "open_pba", "open_uniform")
-        if m[(ds, "open_uniform", *c)]["released"] > 0
+        if m[(ds, "open_uniform", *c)]["released"] >= LIVE
     ]
     if not cells:
         return []
-    wins = [
-        c
-        for c in cells
-        if m[(ds, "open_pba", *c)]["recall10"] > m[(ds, "open_uniform", *c)]["recall10"]
+    d10 = [
+        m[(ds, "open_pba", *c)]["recall10"] - m[(ds, "open_uniform", *c)]["recall10"] for c in cells
     ]
+    wins = [c for c, d in zip(cells, d10, strict=True) if d > POINT]
     return [
-        f"- **{ds}, `open_pba` against `open_uniform`**: higher top-10 recall in {len(wins)} of "
-        f"{len(cells)} settings where keys were released"
+        f"- **{ds}, `open_pba` against `open_uniform`**: top-10 recall higher by more than a "
+        f"point in {len(wins)} of {len(cells)} settings where `open_uniform` releases at least "
+        f"{LIVE:g} key per slot"
         + (f" ({_list(wins)})" if wins else "")
-        + "."
+        + f"; the difference is {_pts(min(d10))} to {_pts(max(d10))} points."
     ]
 
 

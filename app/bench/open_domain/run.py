@@ -121,7 +121,8 @@ def _mean(values: Sequence[float]) -> float:
 
 def measure(trues: Sequence[dict[str, int]], released: Sequence[Released]) -> dict[str, float]:
     """The per-slot measures averaged over the slots that hold at least one true key;
-    ``mae_true`` is the MAE over the true keys only (what a key someone sent is off by)."""
+    ``mae_true`` is the MAE over the true keys only (what a key someone sent is off by);
+    ``true_keys`` and ``top_count`` describe the data (keys sent, largest count per slot)."""
     pairs = [(t, r) for t, r in zip(trues, released, strict=True) if t]
     out = {f"recall{k}": _mean([recall(t, r, k) for t, r in pairs]) for k in KS}
     out["precision"] = _mean([precision(t, r) for t, r in pairs])
@@ -129,6 +130,7 @@ def measure(trues: Sequence[dict[str, int]], released: Sequence[Released]) -> di
     out["mae_true"] = _mean([mae(t, {k: r.get(k, 0.0) for k in t}) for t, r in pairs])
     out["released"] = _mean([float(len(r)) for _, r in pairs])
     out["true_keys"] = _mean([float(len(t)) for t, _ in pairs])
+    out["top_count"] = _mean([float(max(t.values())) for t, _ in pairs])
     return out
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from app.bench.open_domain.report import section as open_domain_section
 from app.bench.report.checks import run_checks
 from app.bench.report.claims import claims
 from app.bench.report.claims.common import Claim
@@ -119,7 +120,10 @@ def regenerate(
         command="dpstream bench results" + (" --quick" if quick else ""),
         total_s=total,
         machine=machine,
-        sections=[lines for _, lines in others],
+        sections=[
+            *(lines for _, lines in others),
+            open_domain_section(figs / "open_domain", link_root),
+        ],
     )
     path.write_text(text)
     return path
