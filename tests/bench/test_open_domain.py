@@ -61,6 +61,7 @@ def test_measures_on_hand_made_cases():
     assert mae(true, released) == 15 / 5
     assert math.isnan(precision(true, {})) and math.isnan(recall({}, released, 10))
     assert recall(true, {}, 10) == 0.0
+    assert recall(true, {"a": 0.0, "b": -1.0}, 10) == 0.0  # zeros rank nothing
     # ties broken by key: true top-1 of {x: 3, y: 3} is x
     assert recall({"x": 3, "y": 3}, {"y": 3.0}, 1) == 0.0
     assert recall({"x": 3, "y": 3}, {"x": 1.0}, 1) == 1.0

@@ -1,7 +1,8 @@
 """Utility of one slot's release of keys against its true key -> count map.
 
 * ``recall(k)``: the share of the true top-k keys (by true count) found among the released
-  top-k (by released count), over ``min(k, true keys)``; ties broken by key, so it is defined.
+  top-k (by released count, among the keys released above 0: a release of zeros ranks
+  nothing), over ``min(k, true keys)``; ties broken by key, so it is defined.
 * ``precision``: the share of the released keys that someone sent in the slot (NaN when
   nothing was released).
 * ``mae``: the mean absolute error over the union of the true and the released keys; a key not
@@ -25,10 +26,12 @@ def top(counts: Mapping[str, float], k: int) -> set[str]:
 
 
 def recall(true: Mapping[str, int], released: Mapping[str, float], k: int) -> float:
-    """Share of the true top-``k`` among the released top-``k`` (NaN if no key is true)."""
+    """Share of the true top-``k`` among the released top-``k`` of the keys released above 0
+    (NaN if no key is true)."""
     if not true:
         return math.nan
-    return len(top(true, k) & top(released, k)) / min(k, len(true))
+    ranked = {key: c for key, c in released.items() if c > 0}
+    return len(top(true, k) & top(ranked, k)) / min(k, len(true))
 
 
 def precision(true: Mapping[str, int], released: Mapping[str, float]) -> float:

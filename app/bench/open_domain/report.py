@@ -175,7 +175,11 @@ def _ratio(m: Means, ds: str, cells: Sequence[tuple[float, int]]) -> str:
         for c in cells
         if m[(ds, "label_uniform", *c)]["mae_true"] > 0
     ]
-    return f"x{min(r):.2g} to x{max(r):.3g}" if r else "-"
+    return f"{_times(min(r))} to {_times(max(r))}" if r else "-"
+
+
+def _times(x: float) -> str:
+    return f"x{x:.2g}" if x < 10 else f"x{x:.0f}"
 
 
 def _carry(m: Means, ds: str) -> list[str]:
