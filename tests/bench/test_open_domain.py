@@ -124,6 +124,7 @@ def test_verdicts_are_computed_from_the_rows():
     assert "MAE on the true keys lower in 1 of 1" in text  # 1.0 < 1.5
     assert "precision 1.00 to 1.00 against 1.00 to 1.00" in text
     assert "point in 1 of 1 settings where `open_uniform`" in text  # open_pba 0.55 > 0.5
+    assert "selects at tau 8 against 8" in text
     flipped = "\n".join(report.verdicts(report.means(_rows(0.85, 0.9, 0.1, 0.2))))
     assert "the open one is within 10 points in 1 (eps 4 w 2)" in flipped
     assert "higher by more than a point in 0 of 1, lower in 1" in flipped

@@ -97,7 +97,7 @@ def table(m: Means, dataset: str) -> list[str]:
         if ds != dataset:
             continue
         v = m[(ds, method, eps, w)]
-        cells = [_fmt(v["tau"], 0), _fmt(v["released"], 1)]
+        cells = [_fmt(v["tau"], 0) if v["tau"] > 0 else "-", _fmt(v["released"], 1)]
         cells += [_fmt(v[x]) for x in ("recall10", "recall100", "precision")]
         cells += [_fmt(v[x], 3) for x in ("mae", "mae_true")]
         lines.append(f"| {eps:g} | {w} | `{method}` | " + " | ".join(cells) + " |")
@@ -164,8 +164,10 @@ def _data(m: Means, ds: str, what: str) -> str:
     return _fmt(next(v[what] for k, v in m.items() if k[0] == ds), 1)
 
 
-def _taus(m: Means, ds: str, cells: Sequence[tuple[float, int]]) -> str:
-    taus = sorted({int(m[(ds, "open_uniform", *c)]["tau"]) for c in cells})
+def _taus(
+    m: Means, ds: str, cells: Sequence[tuple[float, int]], method: str = "open_uniform"
+) -> str:
+    taus = sorted({int(m[(ds, method, *c)]["tau"]) for c in cells})
     return f"{taus[0]} to {taus[-1]}" if len(taus) > 1 else str(taus[0])
 
 
@@ -244,7 +246,9 @@ def _adaptive(m: Means, ds: str) -> list[str]:
         f"point in {len(wins)} of {len(cells)} settings where `open_uniform` releases at least "
         f"{LIVE:g} key per slot"
         + (f" ({_list(wins)})" if wins else "")
-        + f"; the difference is {_pts(min(d10))} to {_pts(max(d10))} points."
+        + f"; the difference is {_pts(min(d10))} to {_pts(max(d10))} points. `open_pba` "
+        f"selects at tau {_taus(m, ds, cells, 'open_pba')} against "
+        f"{_taus(m, ds, cells)} (its selection gets a share of the slot's eps)."
     ]
 
 
@@ -283,10 +287,29 @@ def section(folder: Path, link_root: Path) -> list[str]:
     lines = [HEADING, "", METHOD, "", _run_line(rows, meta, folder, link_root), "", "Verdicts:", ""]
     lines += verdicts(m) + [""]
     for ds in sorted({k[0] for k in m}):
-        lines += [f"**{ds}**:", "", *table(m, ds), ""]
+        lines += [f"**{ds}**: {_facts(rows, m, ds)}", "", *table(m, ds), ""]
         for png in sorted(folder.glob(f"open-domain-{ds}*.png")):
             lines += [f"![open-domain on {ds}]({_rel(png, link_root)})", ""]
     return lines
+
+
+KEYS = {
+    "tdrive": "taxis are the users, the key is the cell of a 50 x 50 grid over the Beijing box "
+    "(2,500 cells), 1-hour slots",
+    "diginetica": "sessions are the users, the key is the item id, 7-day slots",
+    "gen-keys": "generated: a Zipf law over 5,000 ids whose ranking drifts each slot",
+}
+"""What the key is, per dataset (the loaders of :mod:`app.bench.open_domain.data`)."""
+
+
+def _facts(rows: Sequence[Mapping[str, str]], m: Means, ds: str) -> str:
+    first = next(r for r in rows if r["dataset"] == ds)
+    labels = [v["released"] for k, v in m.items() if k[0] == ds and k[1] == "label_uniform"]
+    seen = f", {_fmt(labels[0], 0)} distinct keys over the run" if labels else ""
+    return (
+        f"{KEYS.get(ds, 'keys as loaded')}; {first['population']} users, {first['slots']} "
+        f"slots{seen}, {_data(m, ds, 'true_keys')} keys sent per slot on average."
+    )
 
 
 def _rel(path: Path, root: Path) -> str:

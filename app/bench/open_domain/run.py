@@ -134,10 +134,18 @@ def measure(trues: Sequence[dict[str, int]], released: Sequence[Released]) -> di
     return out
 
 
-def tau(eps: float, w: int, delta: float, population: int, max_keys: int) -> int:
-    """The selection threshold of ``OpenUniform`` at this budget (0 if refused)."""
+def tau(method: str, eps: float, w: int, delta: float, population: int, max_keys: int) -> int:
+    """The selection threshold ``method`` draws against at this budget (0 for the label
+    baselines, which select nothing, and for a refused configuration)."""
+    cls: dict[str, type[OpenUniform] | type[OpenPBA]] = {
+        "open_pba": OpenPBA,
+        "open_uniform": OpenUniform,
+        "threshold": OpenUniform,
+    }
+    if method not in cls:
+        return 0
     try:
-        return int(_open(OpenUniform, Level(w, eps, delta), population, max_keys).tau)
+        return int(_open(cls[method], Level(w, eps, delta), population, max_keys).tau)
     except ParameterError:
         return 0
 
@@ -173,7 +181,7 @@ def run_cell(
         "trial": trial,
         "slots": len(slots),
         "population": events.population,
-        "tau": tau(eps, w, grid.delta, events.population, grid.max_keys),
+        "tau": tau(method, eps, w, grid.delta, events.population, grid.max_keys),
     }
     began = time.perf_counter()
     rng = np.random.default_rng([seed, trial])
