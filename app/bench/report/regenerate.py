@@ -21,6 +21,7 @@ from app.bench.engine.claims import Claim
 from app.bench.engine.evidence import population, zero_release_amre
 from app.bench.engine.runs import RUNS, Done, recorded_machine, run_all
 from app.bench.engine.store import Produced, find, gzip_file, record, records, write_records
+from app.bench.open_domain.report import section as open_domain_section
 from app.bench.optstream import section as optstream
 from app.bench.pldp import section as pldp
 from app.bench.report.checks import run_checks
@@ -150,7 +151,10 @@ def regenerate(
         command="dpstream bench results" + (" --quick" if quick else ""),
         total_s=total,
         machine=machine,
-        sections=[lines for _, lines in others],
+        sections=[
+            *(lines for _, lines in others),
+            open_domain_section(figs / "open_domain", link_root),
+        ],
     )
     path.write_text(text)
     return path

@@ -1,0 +1,106 @@
+"""``dpstream bench open-domain``: the grid, its stored rows, tables, verdicts and plots.
+
+``--quick`` (the ``quick`` preset) runs on the generated ``gen-keys`` stream only (no public
+data, seconds); the ``full`` preset reads T-Drive and Diginetica under the data root (a few
+minutes; ``nice -n 10`` on a shared machine). ``--out docs/results/open_domain`` refreshes the
+run RESULTS.md reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from app.bench.open_domain.run import Grid
+
+PRESETS = {
+    "quick": Grid(datasets=("gen-keys",), eps=(1.0, 4.0, 16.0), w=(2, 8), seeds=1, trials=1),
+    "full": Grid(datasets=("tdrive", "diginetica"), eps=(1.0, 4.0, 16.0), w=(2, 8)),
+}
+"""The presets; ``--seeds`` and ``--trials`` override theirs."""
+
+
+def register(kinds: Any) -> None:
+    """Add ``open-domain`` to ``dpstream bench``'s verbs."""
+    p = kinds.add_parser(
+        "open-domain",
+        help="open-domain mechanisms (issue 36) against the known key set and per-slot "
+        "thresholding",
+        description=__doc__,
+    )
+    p.add_argument("--preset", choices=sorted(PRESETS), default="full")
+    p.add_argument("--quick", action="store_true", help="the quick preset (generated data)")
+    p.add_argument("--seeds", type=int, help="bounding seeds (0..n-1; default the preset's)")
+    p.add_argument("--trials", type=int, help="noise trials per seed (default the preset's)")
+    p.add_argument("--out", type=Path, default=Path("out/bench/open-domain"), help="output folder")
+    p.set_defaults(func=main)
+
+
+def grid_of(args: argparse.Namespace) -> Grid:
+    """The preset, with ``--seeds`` and ``--trials`` applied."""
+    grid = PRESETS["quick" if args.quick else args.preset]
+    if args.seeds is not None:
+        grid = replace(grid, seeds=args.seeds)
+    if args.trials is not None:
+        grid = replace(grid, trials=args.trials)
+    return grid
+
+
+def _commit() -> str:
+    exe = shutil.which("git")
+    if exe is None:
+        return "unknown"
+
+    def git(*cmd: str) -> str:
+        return subprocess.run(  # noqa: S603 (constant arguments)
+            [exe, *cmd], capture_output=True, text=True, check=False, cwd=Path(__file__).parent
+        ).stdout.strip()
+
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def _machine() -> str:
+    from app.bench.report.runs import machine
+
+    m = machine()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{m['platform']}, {m['cpus']} CPUs (load average {load:.1f} at the start), "
+        f"Python {m['python']}, numpy {m['numpy']}"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    from app.bench.datasets import require
+    from app.bench.open_domain import data, plots, report, run
+
+    grid = grid_of(args)
+    for name in grid.datasets:
+        if name != "gen-keys":
+            require(name)
+    meta: dict[str, Any] = {
+        "command": "dpstream bench " + " ".join(sys.argv[sys.argv.index("open-domain") :])
+        if "open-domain" in sys.argv
+        else "dpstream bench open-domain",
+        "commit": _commit(),
+        "machine": _machine(),
+    }
+    began = time.perf_counter()
+    rows = run.run(grid, data.load, lambda s: print(s, file=sys.stderr, flush=True))
+    meta["seconds"] = round(time.perf_counter() - began, 1)
+    path = report.write(rows, args.out, meta)
+    m = report.means(rows)
+    pngs = plots.plot(m, args.out)
+    for ds in grid.datasets:
+        print(f"\n{ds}:\n" + "\n".join(report.table(m, ds)))
+    print("\n" + "\n".join(report.verdicts(m)))
+    print(f"\nrows: {path}; plots: {', '.join(str(p) for p in pngs)}; {meta['seconds']} s")
+    return 0
