@@ -11,10 +11,6 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "app" / "bench"
 PAPERS = ("pwsm", "ldp_ids", "pldp", "optstream", "wn")
 
-CAPACITY = {"throughput.py", "recovery.py", "cli.py"}
-"""The capacity benchmarks and their verbs, which run the service; they leave app/bench for
-app/tools/capacity (issue 35 §4), and this exception goes with them."""
-
 
 def _modules() -> list[Path]:
     return sorted(BENCH.rglob("*.py"))
@@ -49,7 +45,6 @@ def test_the_bench_imports_no_service_module() -> None:
     found = {
         str(path.relative_to(BENCH)): sorted(n for n in _imports(ast.parse(path.read_text())))
         for path in _modules()
-        if path.name not in CAPACITY or path.parent != BENCH
     }
     service = {k: [n for n in v if n.startswith("app.stream")] for k, v in found.items()}
     assert {k: v for k, v in service.items() if v} == {}

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -53,24 +51,10 @@ def grid_of(args: argparse.Namespace) -> Grid:
     return grid
 
 
-def _commit() -> str:
-    exe = shutil.which("git")
-    if exe is None:
-        return "unknown"
-
-    def git(*cmd: str) -> str:
-        return subprocess.run(  # noqa: S603 (constant arguments)
-            [exe, *cmd], capture_output=True, text=True, check=False, cwd=Path(__file__).parent
-        ).stdout.strip()
-
-    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
-
-
 def _machine() -> str:
-    from app.bench.report.runs import machine
+    from app.bench.engine import store
 
-    m = machine()
+    m = store.machine()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (
         f"{m['platform']}, {m['cpus']} CPUs (load average {load:.1f} at the start), "
@@ -79,7 +63,8 @@ def _machine() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from app.bench.datasets import require
+    from app.bench.engine import store
+    from app.bench.engine.datasets import require
     from app.bench.open_domain import data, plots, report, run
 
     grid = grid_of(args)
@@ -90,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
         "command": "dpstream bench " + " ".join(sys.argv[sys.argv.index("open-domain") :])
         if "open-domain" in sys.argv
         else "dpstream bench open-domain",
-        "commit": _commit(),
+        "commit": store.commit() or "unknown",
         "machine": _machine(),
     }
     began = time.perf_counter()

@@ -1,7 +1,7 @@
 """Slots of ``(user, key)`` events over an open key space, read in place (never copied).
 
 * ``tdrive``: a taxi is a user and the key is the cell of a ``grid x grid`` grid over the
-  Beijing box (:data:`app.bench.trajectory_data.BOX`) it reported from; ``slot_min``-minute
+  Beijing box (:data:`app.bench.wn.data.BOX`) it reported from; ``slot_min``-minute
   slots. At 50 x 50 the grid has 2,500 cells, of which the run sees a few hundred to thousands.
 * ``diginetica``: a session is a user and the key is an item id; ``slot_days``-day slots.
 * ``gen-keys``: generated (no public data): ``users`` users, each active with probability
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from app.bench.datasets.tdrive import default_dir, read_fixes
-from app.bench.trajectory_data import BOX, read_diginetica
+from app.bench.engine.datasets.tdrive import default_dir, read_fixes
+from app.bench.wn.data import BOX, read_diginetica
 
 IntArray = npt.NDArray[np.int64]
 
