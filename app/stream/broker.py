@@ -9,9 +9,11 @@ Known Tansu 0.6.0 quirks the rest of dpstream works around (see ``docs/ecosystem
 offset ``ListOffsets`` answers is the last *batch*'s base offset + 1 (Faust needs
 ``producer_max_batch_size=1``; a fetch's high watermark is exact), the first join of a consumer
 group waits about half the rebalance timeout, topics must be created explicitly, and
-transactions are not real. Two more bound what it can carry: an empty fetch is answered only at
-the end of its wait, and a fetch costs more with every batch the partition holds (at 50 batches/s
-per partition, one core is spent within minutes; ``docs/capacity.md``, Memory).
+transactions are not real. Three more bound what it can carry: an empty fetch is answered only
+at the end of its wait; every fetch and produce costs more with each batch the partition holds
+(10 ms at 10,000, 50-110 ms at 20,000; ``scripts/broker_batches.py``); and nothing ever leaves a
+partition (``retention.ms`` is ignored, a DeleteRecords request closes the connection). Long runs
+therefore keep to few, large batches (``docs/capacity.md``, The embedded broker's limits).
 
 >>> EmbeddedBroker(port=19999).bootstrap
 '127.0.0.1:19999'

@@ -45,6 +45,17 @@ FLUSH_S = 10.0
 MESSAGE_TIMEOUT_MS = 30_000
 """librdkafka gives up on a message after this long (its default is 5 minutes)."""
 
+TICK_S = 1.0
+"""The synthetic producer sends a second's events at once, stamped with the same time: one
+batch per partition and tick. The embedded broker (Tansu 0.6.0, in memory) pays on every fetch
+and produce for each batch a partition holds and never drops one, so the batch count, not the
+event count, bounds how long a demo runs (``docs/capacity.md``, The embedded broker's limits):
+at 1 batch/s per partition it holds 7,200 per partition after 2 hours."""
+
+LINGER_MS = 100
+"""librdkafka's ``linger.ms``: long enough for a tick's burst to leave as one batch per
+partition, short against every stream's grace (an event is stamped before it waits)."""
+
 
 @dataclass
 class Deliveries:
@@ -193,11 +204,13 @@ def synthetic_events(
     from confluent_kafka import Producer
 
     deliveries = deliveries if deliveries is not None else Deliveries()
+    per_tick = max(1, int(rate * TICK_S))
     producer = Producer(
         confluent_config(
             settings,
             **{
-                "linger.ms": 20,
+                "linger.ms": LINGER_MS,
+                "queue.buffering.max.messages": max(100_000, 2 * per_tick),
                 "message.timeout.ms": MESSAGE_TIMEOUT_MS,
                 "error_cb": deliveries.broker_error,  # summarized by produce_events
                 "logger": QUIET,  # instead of one stderr line per reconnection attempt
@@ -207,10 +220,10 @@ def synthetic_events(
     )
     rng = np.random.default_rng(2024)
     weights = rng.dirichlet(np.ones(stream.d))
-    tick = 0.1
-    per_tick = max(1, int(rate * tick))
+    keep = 0.95 ** (TICK_S / 0.1)  # popularity drifts 5 % per tenth of a second, whatever the tick
+    due = time.monotonic()
     while not stop.is_set():
-        weights = 0.95 * weights + 0.05 * rng.dirichlet(np.ones(stream.d))
+        weights = keep * weights + (1 - keep) * rng.dirichlet(np.ones(stream.d))
         now = time.time()
         for u, v in zip(
             rng.integers(0, users, per_tick), rng.choice(stream.d, per_tick, p=weights), strict=True
@@ -230,7 +243,8 @@ def synthetic_events(
             if truth is not None:
                 truth.add(stream, now, user, int(v))
         producer.poll(0)
-        stop.wait(tick)
+        due += TICK_S
+        stop.wait(max(0.0, due - time.monotonic()))
     deliveries.left(producer.flush(FLUSH_S))
 
 
