@@ -67,10 +67,7 @@ def register(sub: Any) -> None:
 
     from app.bench.verbs import register as register_papers
 
-    register_papers(kinds)  # dpstream bench pwsm | ldp-ids | pldp | optstream | wn
-    from app.bench.open_domain.cli import register as register_open_domain
-
-    register_open_domain(kinds)  # dpstream bench open-domain (issue 36)
+    register_papers(kinds)  # dpstream bench pwsm | ldp-ids | pldp | optstream | wn | open-domain
 
     cost = kinds.add_parser("cost", help="step time against d, m and N; full T-Drive replay")
     cost.add_argument("--out", type=Path, default=Path("out/cost"))

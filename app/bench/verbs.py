@@ -1,24 +1,28 @@
 """``dpstream bench <paper>``: one verb per paper, each running that paper's figure presets.
 
-========== ======================================= =========================================
-verb       what it runs                            ``--figure`` (default: all of them)
-========== ======================================= =========================================
-pwsm       PWSM Figs. 10-13 (central, the grid)    eps, w, ratio-eps, ratio-w
-ldp-ids    LDP-IDS Figs. 4-5, Table 2 (local)      eps, w, cfpu
-pldp       PLDP-IDS Figs. 2-5 (personal local)     (its ``--sweeps``: eps, w)
-optstream  OptStream Figs. 3, 4, 6, 8, 10, Thm 11  3, 4, 6, 8, 10, thm11
-wn         (w,n)-DP Figs. 8-10, Table 1            fig8, fig9, fig10, table1
-========== ======================================= =========================================
+=========== ======================================= =================================
+verb        what it runs                            ``--figure`` (default: all of them)
+=========== ======================================= =================================
+pwsm        PWSM Figs. 10-13 (central, the grid)    eps, w, ratio-eps, ratio-w
+ldp-ids     LDP-IDS Figs. 4-5, Table 2 (local)      eps, w, cfpu
+pldp        PLDP-IDS Figs. 2-5 (personal local)     eps, w (the sweeps)
+optstream   OptStream Figs. 3, 4, 6, 8, 10, Thm 11  3, 4, 6, 8, 10, thm11, visuals
+wn          (w,n)-DP Figs. 8-10, Table 1            fig8, fig9, fig10, table1
+open-domain open-domain mechanisms (issue 36)       quick, full (default full)
+=========== ======================================= =================================
 
-Every verb takes ``--quick`` (a reduced grid, minutes) and ``--out`` (the output folder) and
-draws progress bars on stderr. ``pwsm`` and ``ldp-ids`` run the presets of
-:mod:`app.bench.engine.presets` through :func:`app.bench.engine.runs.run_all`, the same runs that
-``dpstream bench results`` reads (so ``--out out/results`` feeds ``results --reuse``); the
-others run their paper's module (:mod:`app.bench.pldp.runs`, :mod:`app.bench.optstream.cli`,
-:mod:`app.bench.wn.figs`), whose options they take as they are; ``results`` reads their
-stored runs from ``docs/results`` (the folders and options of
-:data:`app.bench.report.stored.STORED`), so a rerun with ``--out docs/results/<folder>`` feeds
-``results --reuse`` too.
+Every verb takes the options of :func:`app.bench.papers.add_common` first, with one meaning:
+``--figure`` (alias ``--preset``), ``--quick`` (the reduced grids, minutes), ``--out`` (the
+output folder), ``--seeds N`` and ``--trials N`` (override the preset's; a paper where one of
+them means nothing, :data:`app.bench.papers.TAKES`, refuses it in one line, exit 2); its own
+options come after. Every verb draws progress bars on stderr. ``pwsm`` and ``ldp-ids`` run the
+presets of :mod:`app.bench.engine.presets` through :func:`app.bench.engine.runs.run_all`, the
+same runs that ``dpstream bench results`` reads (so ``--out out/results`` feeds ``results
+--reuse``); ``pldp``, ``optstream`` and ``wn`` run their paper's module
+(:mod:`app.bench.pldp.runs`, :mod:`app.bench.optstream.cli`, :mod:`app.bench.wn.figs`), whose
+own options they take after the common ones; ``results`` reads their stored runs from
+``docs/results`` (the folders and options of :data:`app.bench.report.stored.STORED`), so a
+rerun with ``--out docs/results/<folder>`` feeds ``results --reuse`` too.
 
 >>> [f for f in grid_figures("pwsm")]
 ['eps', 'ratio-eps', 'ratio-w', 'w']
@@ -31,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.bench.papers import MODULES, PAPERS, fall_back
+from app.bench.papers import MODULES, PAPERS, add_common, fall_back, module_parser, refused
 
 __all__ = ["grid_figures", "register"]
 
@@ -47,32 +51,27 @@ def register(kinds: Any) -> None:
     """Add one verb per paper to ``dpstream bench``'s kinds."""
     for paper in ("pwsm", "ldp-ids"):
         p = kinds.add_parser(paper, help=PAPERS[paper], description=PAPERS[paper])
-        p.add_argument("--figure", choices=grid_figures(paper), help="one preset (default all)")
+        add_common(p, grid_figures(paper), Path("out/results"))
         p.add_argument("--dataset", help="one dataset (default: each of the paper's)")
-        p.add_argument("--quick", action="store_true", help="the presets' reduced grids")
         p.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
-        p.add_argument(
-            "--out", type=Path, default=Path("out/results"), help="run folders (one per run)"
-        )
         p.set_defaults(func=_grid_paper, paper=paper)
     for paper in MODULES:
         p = kinds.add_parser(paper, help=PAPERS[paper], add_help=False)
         p.set_defaults(func=_module_paper, paper=paper, takes_rest=True)
+    from app.bench.open_domain.cli import register as register_open_domain
+
+    register_open_domain(kinds)
 
 
 def _module_paper(args: argparse.Namespace) -> int:
     """``dpstream bench pldp | optstream | wn``: the module's own parser reads the options
     (``args.rest``, ``-h`` included) and its ``run_cli`` runs them."""
-    import importlib
-
     from app.bench.engine.datasets import missing_line, require
 
-    module = importlib.import_module(MODULES[args.paper])
-    parser = argparse.ArgumentParser(
-        prog=f"dpstream bench {args.paper}", description=PAPERS[args.paper]
-    )
-    module.add_arguments(parser)
+    module, parser = module_parser(args.paper)
     options = parser.parse_args(args.rest)
+    if refused(args.paper, options):
+        return 2
     names, skipped = fall_back(args.paper, module, parser, options)
     if skipped and not names:
         print(
@@ -98,6 +97,8 @@ def _grid_paper(args: argparse.Namespace) -> int:
     from app.bench.engine.datasets import missing, require
     from app.bench.engine.runs import RUNS, run_all
 
+    if refused(args.paper, args):
+        return 2
     prefix = args.paper + "-"
     if args.dataset is not None:
         require(args.dataset)  # asked for by name: one line if it is not there
@@ -118,7 +119,7 @@ def _grid_paper(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    done = run_all(args.out, quick=args.quick, jobs=args.jobs, runs=runs)
+    done = run_all(args.out, quick=args.quick, jobs=args.jobs, runs=runs, seeds=args.seeds)
     for (name, ds), (_, rows, wall) in done.items():
         print(f"{name} on {ds}: {len(rows)} rows, {wall:.0f} s -> {args.out / f'{name}-{ds}'}")
     return 0

@@ -32,14 +32,13 @@ def test_the_grid_papers_have_a_verb(argv: list[str]):
 )
 def test_the_module_papers_hand_their_options_to_the_module(argv: list[str], module: str):
     """Their modules are heavy: the parser keeps the options for the module's own parser."""
-    import argparse
-    import importlib
+    from app.bench.papers import module_parser
 
     args = parse(argv)
     assert args.func.__name__ == "_module_paper" and args.paper == argv[1]
     assert args.rest == argv[2:]
-    own = argparse.ArgumentParser()
-    importlib.import_module(module).add_arguments(own)
+    imported, own = module_parser(args.paper)
+    assert imported.__name__ == module
     assert own.parse_args(args.rest).quick == ("--quick" in argv)
 
 

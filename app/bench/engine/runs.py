@@ -54,18 +54,20 @@ def read_csv(path: Path) -> Rows:
     return rows
 
 
-def command(name: str, dataset: str, out_root: Path, quick: bool = False) -> str:
+def command(
+    name: str, dataset: str, out_root: Path, quick: bool = False, seeds: int | None = None
+) -> str:
     """The verb that makes run ``(name, dataset)`` into ``out_root``.
 
     >>> command("ldp-ids-cfpu", "sin", Path("docs/results"))
     'dpstream bench ldp-ids --figure cfpu --dataset sin --out docs/results'
+    >>> command("pwsm-eps", "sin", Path("out"), quick=True, seeds=2)
+    'dpstream bench pwsm --figure eps --dataset sin --quick --seeds 2 --out out'
     """
     paper = "ldp-ids" if name.startswith("ldp-ids-") else name.split("-", 1)[0]
     figure = name.removeprefix(paper + "-")
-    quick_flag = " --quick" if quick else ""
-    return (
-        f"dpstream bench {paper} --figure {figure} --dataset {dataset}{quick_flag} --out {out_root}"
-    )
+    flags = (" --quick" if quick else "") + (f" --seeds {seeds}" if seeds is not None else "")
+    return f"dpstream bench {paper} --figure {figure} --dataset {dataset}{flags} --out {out_root}"
 
 
 def recorded_machine(
@@ -108,12 +110,14 @@ def run_all(
     jobs: int | None = None,
     runs: Sequence[tuple[str, str]] = RUNS,
     progress: bool = True,
+    seeds: int | None = None,
 ) -> Done:
     """Run (or reuse) every run; ``(preset, dataset) -> (preset, rows, wall seconds)``.
 
     A reused run whose ``results.csv`` lacks some of the preset's mechanisms (a mechanism added
     to the preset since) runs only those, on the same seeds and sweep points, and merges them
-    in; its wall time is the sum of both runs.
+    in; its wall time is the sum of both runs. ``seeds`` (n) replaces each preset's seeds
+    by 0..n-1.
     """
     root = Path(out_root)
     root.mkdir(parents=True, exist_ok=True)
@@ -122,6 +126,8 @@ def run_all(
     done: Done = {}
     for name, dataset in runs:
         preset = resolve(name, dataset=dataset, quick=quick)
+        if seeds is not None:
+            preset = replace(preset, seeds=tuple(range(seeds)))
         key = f"{name}-{dataset}"
         folder = root / key
         if reuse and find(folder / ROWS):
@@ -132,6 +138,6 @@ def run_all(
             gzip_file(folder / ROWS)
             walls[key], ran = round(time.perf_counter() - began, 1), True
         if ran:
-            record(root, key, command=command(name, dataset, root, quick), wall_s=walls[key])
+            record(root, key, command=command(name, dataset, root, quick, seeds), wall_s=walls[key])
         done[(name, dataset)] = (preset, rows, walls.get(key, math.nan))
     return done

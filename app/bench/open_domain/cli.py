@@ -16,6 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from app.bench.open_domain.run import Grid
 
 PRESETS = {
@@ -27,23 +29,17 @@ PRESETS = {
 
 def register(kinds: Any) -> None:
     """Add ``open-domain`` to ``dpstream bench``'s verbs."""
-    p = kinds.add_parser(
-        "open-domain",
-        help="open-domain mechanisms (issue 36) against the known key set and per-slot "
-        "thresholding",
-        description=__doc__,
-    )
-    p.add_argument("--preset", choices=sorted(PRESETS), default="full")
-    p.add_argument("--quick", action="store_true", help="the quick preset (generated data)")
-    p.add_argument("--seeds", type=int, help="bounding seeds (0..n-1; default the preset's)")
-    p.add_argument("--trials", type=int, help="noise trials per seed (default the preset's)")
-    p.add_argument("--out", type=Path, default=Path("out/bench/open-domain"), help="output folder")
+    from app.bench.papers import PAPERS, add_common
+
+    p = kinds.add_parser("open-domain", help=PAPERS["open-domain"], description=__doc__)
+    add_common(p, sorted(PRESETS), Path("out/bench/open-domain"))
     p.set_defaults(func=main)
 
 
 def grid_of(args: argparse.Namespace) -> Grid:
-    """The preset, with ``--seeds`` and ``--trials`` applied."""
-    grid = PRESETS["quick" if args.quick else args.preset]
+    """The preset (``--figure``, default ``full``; ``--quick``: ``quick``), with ``--seeds``
+    and ``--trials`` applied."""
+    grid = PRESETS["quick" if args.quick else args.figure or "full"]
     if args.seeds is not None:
         grid = replace(grid, seeds=args.seeds)
     if args.trials is not None:
@@ -79,7 +75,14 @@ def main(args: argparse.Namespace) -> int:
         "machine": _machine(),
     }
     began = time.perf_counter()
-    rows = run.run(grid, data.load, lambda s: print(s, file=sys.stderr, flush=True))
+    cells = len(grid.datasets) * grid.seeds * len(grid.eps) * len(grid.w)
+    with tqdm(total=cells, desc="bench open-domain", unit="cell") as bar:
+
+        def tick(cell: str) -> None:
+            bar.set_postfix_str(cell)
+            bar.update(1)
+
+        rows = run.run(grid, data.load, tick)
     meta["seconds"] = round(time.perf_counter() - began, 1)
     path = report.write(rows, args.out, meta)
     m = report.means(rows)

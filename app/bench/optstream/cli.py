@@ -17,21 +17,17 @@ from app.bench.optstream import runs as optstream
 
 DEFAULT_DATA = ["rte2013", "synthetic"]
 FIGURES = ("3", "4", "6", "8", "10", "thm11", "visuals")
-"""``--figure`` choices: the paper's Figs. 3, 4, 6 (forecast), 8, 10, Thm 11 (H9) and the
-visual Figs. 2, 7, 9, 11 (:mod:`app.bench.optstream.visuals`)."""
+"""``--figure`` choices: the paper's Figs. 3 (eps sweep, default), 4 (hierarchy), 6 (ARMA
+forecast), 8 (ablations), 10 (alpha sums 10, 50, 100), Thm 11 (H9, ES error against k) and the
+visual Figs. 2, 7, 9, 11 (:mod:`app.bench.optstream.visuals`). ``--trials`` are the noise draws
+(seeds 0..n-1; default 3, ``--quick`` 2)."""
+OUT = None
+"""No default ``--out``: print the table only."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``dpstream bench optstream``."""
-    parser.add_argument(
-        "--figure",
-        choices=FIGURES,
-        help="a paper figure's preset: 3 (eps sweep, default), 4 (hierarchy), 6 (ARMA "
-        "forecast), 8 (ablations), 10 (alpha sums 10, 50, 100), thm11 (ES error against k), "
-        "visuals (the stream plots of Figs. 2, 7, 9, 11)",
-    )
-    parser.add_argument("--quick", action="store_true", help="2 trials unless --trials is given")
-    parser.add_argument("--trials", type=int, default=None, help="seeds 0..n-1 (default 3)")
+    """The options of ``dpstream bench optstream`` beside the common ones
+    (:func:`app.bench.papers.add_common`)."""
     parser.add_argument(
         "--aligned",
         action="store_true",
@@ -68,7 +64,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_DATA,
         help="Fig. 6 and the visuals read rte2013 only",
     )
-    parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "--from-csv",
         type=Path,

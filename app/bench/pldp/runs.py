@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from tqdm import tqdm
 
 from app.bench.engine import measures
 from app.bench.engine.simulate import run_local
@@ -193,21 +194,17 @@ def run(
     per (dataset, seed)); the default point shared by both sweeps runs once, both
     sweeps' rows carry it (column ``sweep``)."""
     rows: list[dict[str, Any]] = []
-    for dataset in datasets:
-        for seed in seeds:
-            began = time.perf_counter()
-            values = load_values(dataset, seed, dict(options.get(dataset, {})))
-            done: dict[tuple[float, int], list[dict[str, Any]]] = {}
-            for sweep in sweeps:
-                eps_values, w_values = SWEEPS[sweep]
-                for e in eps_values:
-                    for w in w_values:
-                        if (e, w) not in done:
-                            done[e, w] = point(dataset, mechanisms, e, w, seed, step, values=values)
-                        rows += [{"sweep": sweep, **r} for r in done[e, w]]
-            if progress:
-                took = time.perf_counter() - began
-                print(f"{dataset} seed={seed}: {len(done)} points, {took:.0f} s", flush=True)
+    todo = [(dataset, seed) for dataset in datasets for seed in seeds]
+    for dataset, seed in tqdm(todo, desc="bench pldp", unit="seed", disable=not progress):
+        values = load_values(dataset, seed, dict(options.get(dataset, {})))
+        done: dict[tuple[float, int], list[dict[str, Any]]] = {}
+        for sweep in sweeps:
+            eps_values, w_values = SWEEPS[sweep]
+            for e in eps_values:
+                for w in w_values:
+                    if (e, w) not in done:
+                        done[e, w] = point(dataset, mechanisms, e, w, seed, step, values=values)
+                    rows += [{"sweep": sweep, **r} for r in done[e, w]]
     return rows
 
 
@@ -234,21 +231,25 @@ def read_csv(path: str | Path) -> list[dict[str, Any]]:
 
 
 QUICK = {"seeds": 1, "slots": 200, "real_slots": 240, "users": 2_000}
-"""``--quick``: one seed, 200 synthetic slots of 2,000 users, the first 240 Taxi slots."""
+"""``--quick``: one seed, 200 synthetic slots of 2,000 users, the first 240 Taxi slots (an
+option given overrides its value here)."""
+SEEDS = 1
+"""The seeds 0..n-1 without ``--seeds`` or ``--quick`` (the paper's: 10)."""
+FIGURES = tuple(SWEEPS)
+"""``--figure``: one sweep (default both)."""
+OUT = None
+"""No default ``--out``: print the claims only."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``dpstream bench pldp``."""
-    parser.add_argument("--quick", action="store_true", help="1 seed, 200 slots, 2,000 users")
+    """The options of ``dpstream bench pldp`` beside the common ones
+    (:func:`app.bench.papers.add_common`)."""
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    parser.add_argument("--sweeps", nargs="+", default=list(SWEEPS), choices=list(SWEEPS))
     parser.add_argument("--mechanisms", nargs="+", default=[*BASELINES, *PERSONALIZED])
-    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..n-1 (paper: 10)")
     parser.add_argument("--step", type=int, default=40, help="grid step of the personal w_i")
     parser.add_argument("--users", type=int, help="synthetic users (default 10,000)")
     parser.add_argument("--slots", type=int, help="synthetic slots (default 10,000)")
     parser.add_argument("--real-slots", type=int, help="first T slots of the real data")
-    parser.add_argument("--out", type=Path, help="folder for pldp-results.csv and the PNGs")
     parser.add_argument("--from-csv", type=Path, help="render a finished run's CSV, run nothing")
 
 
@@ -256,8 +257,10 @@ def run_cli(args: argparse.Namespace) -> int:
     """Run (or, ``--from-csv``, re-render) the sweeps; print the claims, write ``--out``."""
     if args.quick:
         for key, value in QUICK.items():
-            if getattr(args, key) in (None, 1):
+            if getattr(args, key) is None:
                 setattr(args, key, value)
+    if args.seeds is None:
+        args.seeds = SEEDS
     began = time.perf_counter()
     rows = read_csv(args.from_csv) if args.from_csv else _run_args(args)
     seconds = time.perf_counter() - began
@@ -285,4 +288,5 @@ def _run_args(args: argparse.Namespace) -> list[dict[str, Any]]:
     if "checkins" in datasets and not all(p.exists() for p in checkins_paths()):
         print(f"checkins skipped: no Foursquare files at {checkins_paths()[0].parent}")
         datasets.remove("checkins")
-    return run(datasets, args.sweeps, range(args.seeds), args.mechanisms, options, args.step)
+    sweeps = [args.figure] if args.figure else list(SWEEPS)
+    return run(datasets, sweeps, range(args.seeds), args.mechanisms, options, args.step)

@@ -21,9 +21,7 @@ reference of the OptStream data (:func:`zeros_reference`).
 
 from __future__ import annotations
 
-import argparse
 import csv
-import importlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -237,11 +235,9 @@ def runnable(specs: Sequence[Stored] = STORED) -> list[Stored]:
 
 def _run_verb(spec: Stored, out: Path, quick: bool) -> None:
     """The verb in this process, as ``dpstream bench <paper> <args> --out <out>`` runs it."""
-    from app.bench.papers import MODULES, fall_back
+    from app.bench.papers import fall_back, module_parser
 
-    module = importlib.import_module(MODULES[spec.paper])
-    parser = argparse.ArgumentParser(prog=f"dpstream bench {spec.paper}")
-    module.add_arguments(parser)
+    module, parser = module_parser(spec.paper)
     options = parser.parse_args([*verb_args(spec, quick), "--out", str(out)])
     fall_back(spec.paper, module, parser, options)  # a missing default set: its stand-in
     module.run_cli(options)

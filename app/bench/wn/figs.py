@@ -140,24 +140,23 @@ def plots(rows: Sequence[dict[str, Any]], out: Path, name: str) -> list[Path]:
     return paths
 
 
+FIGURES = (*PRESETS, "table1")
+"""``--figure``: one figure (default fig8, fig9 and fig10); table1: the spatial ranges of
+Table 1. ``--quick``: 192 slots, 3 points a sweep, 1 seed (default 3)."""
+OUT = Path("bench-out/trajectory")
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    """The options of ``dpstream bench wn``."""
-    ap.add_argument(
-        "--figure",
-        choices=(*PRESETS, "table1"),
-        help="one figure (default: fig8, fig9 and fig10); table1: the spatial ranges of Table 1",
-    )
-    ap.add_argument("--quick", action="store_true", help="192 slots, 3 points a sweep, 1 seed")
+    """The options of ``dpstream bench wn`` beside the common ones
+    (:func:`app.bench.papers.add_common`)."""
     ap.add_argument(
         "--data",
         default="msnbc,tdrive,diginetica",
         help=f"comma-separated, of {', '.join(LOADERS)} (a missing public set: its generated "
         "stand-in)",
     )
-    ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--slots", type=int, help="the first T slots of each dataset (default all)")
     ap.add_argument("--l", dest="cap", type=int, default=5, help="distinct values kept per user")
-    ap.add_argument("--out", type=Path, default=Path("bench-out/trajectory"))
 
 
 def run_cli(args: argparse.Namespace) -> int:
@@ -176,7 +175,7 @@ def run_cli(args: argparse.Namespace) -> int:
         return trajectory_range.print_tables(public)
     figures = [args.figure] if args.figure else list(PRESETS)
     args.out.mkdir(parents=True, exist_ok=True)
-    seeds = 1 if args.quick else args.seeds
+    seeds = args.seeds if args.seeds is not None else 1 if args.quick else 3
     rows: list[dict[str, Any]] = []
     for name in args.data.split(","):
         started = time.perf_counter()
