@@ -145,3 +145,11 @@ def test_verdict_says_when_no_key_was_released():
 def test_section_without_a_stored_run_says_not_run(tmp_path: Path):
     lines = report.section(tmp_path / "none", tmp_path)
     assert lines[0] == report.HEADING and any(line.startswith("Not run") for line in lines)
+
+
+def test_the_verbs_preset_names_are_the_presets() -> None:
+    """``--help`` names the presets without importing them (numpy): the two lists agree."""
+    from app.bench.open_domain.cli import FIGURES
+    from app.bench.open_domain.run import PRESETS
+
+    assert sorted(FIGURES) == sorted(PRESETS)

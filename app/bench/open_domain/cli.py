@@ -14,17 +14,14 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from app.bench.open_domain.run import Grid
 
-from app.bench.open_domain.run import Grid
-
-PRESETS = {
-    "quick": Grid(datasets=("gen-keys",), eps=(1.0, 4.0, 16.0), w=(2, 8), seeds=1, trials=1),
-    "full": Grid(datasets=("tdrive", "diginetica"), eps=(1.0, 4.0, 16.0), w=(2, 8)),
-}
-"""The presets; ``--seeds`` and ``--trials`` override theirs."""
+FIGURES = ("full", "quick")
+"""The presets' names (:data:`app.bench.open_domain.run.PRESETS`), here so that ``--help``
+imports no numpy."""
 
 
 def register(kinds: Any) -> None:
@@ -32,13 +29,15 @@ def register(kinds: Any) -> None:
     from app.bench.papers import PAPERS, add_common
 
     p = kinds.add_parser("open-domain", help=PAPERS["open-domain"], description=__doc__)
-    add_common(p, sorted(PRESETS), Path("out/bench/open-domain"))
+    add_common(p, FIGURES, Path("out/bench/open-domain"))
     p.set_defaults(func=main)
 
 
 def grid_of(args: argparse.Namespace) -> Grid:
     """The preset (``--figure``, default ``full``; ``--quick``: ``quick``), with ``--seeds``
     and ``--trials`` applied."""
+    from app.bench.open_domain.run import PRESETS
+
     grid = PRESETS["quick" if args.quick else args.figure or "full"]
     if args.seeds is not None:
         grid = replace(grid, seeds=args.seeds)
@@ -76,6 +75,8 @@ def main(args: argparse.Namespace) -> int:
     }
     began = time.perf_counter()
     cells = len(grid.datasets) * grid.seeds * len(grid.eps) * len(grid.w)
+    from tqdm import tqdm
+
     with tqdm(total=cells, desc="bench open-domain", unit="cell") as bar:
 
         def tick(cell: str) -> None:

@@ -55,6 +55,13 @@ class Grid:
     methods: tuple[str, ...] = METHODS
 
 
+PRESETS = {
+    "quick": Grid(datasets=("gen-keys",), eps=(1.0, 4.0, 16.0), w=(2, 8), seeds=1, trials=1),
+    "full": Grid(datasets=("tdrive", "diginetica"), eps=(1.0, 4.0, 16.0), w=(2, 8)),
+}
+"""The presets of ``dpstream bench open-domain``; ``--seeds`` and ``--trials`` override theirs."""
+
+
 Released = dict[str, float]
 
 
