@@ -1,10 +1,10 @@
 """Where the time between a slot's due time and its release goes (issue 37, goal 4).
 
 Usage: ``.venv/bin/python scripts/release_path.py [--partitions 16] [--producers 2]
-[--rate 50000] [--latency-s 20] [--linger-ms 20] [--grace-s 0.3]``
+[--rate 50000] [--latency-s 20] [--linger-ms 100] [--grace-s 0.3]``
 
-Starts an embedded Tansu broker and ``dpstream bench throughput --broker ... --skip-bare`` on it
-(1 worker, 1 s slots, the bench's grace of 0.3 s); beside it a watcher (its own consumer,
+Starts an embedded Tansu broker and ``dpstream capacity throughput --broker ... --skip-bare``
+on it (1 worker, 1 s slots, the bench's grace of 0.3 s); beside it a watcher (its own consumer,
 10 ms fetch waits) reads the bench's internal ``partials`` topic and its ``releases``, and notes
 per slot when each partition's partial and the release arrived. For the slots released during
 the paced phase it prints, p50 and p99 over slots, from the slot's due time (end + grace):
@@ -109,21 +109,22 @@ def pct(values: list[float]) -> str:
 
 def main() -> int:
     from app.stream.broker import EmbeddedBroker
+    from app.tools.capacity.fleet import GRACE_S, LINGER_MS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--producers", type=int, default=2)
     ap.add_argument("--rate", type=float, default=50_000)
     ap.add_argument("--latency-s", type=float, default=20)
-    ap.add_argument("--linger-ms", type=float, default=20)
-    ap.add_argument("--grace-s", type=float, default=0.3, help="the bench's grace (GRACE_S)")
+    ap.add_argument("--linger-ms", type=float, default=LINGER_MS, help="the bench's default")
+    ap.add_argument("--grace-s", type=float, default=GRACE_S, help="the bench's grace")
     args = ap.parse_args()
     with EmbeddedBroker() as broker:
         watch = Watch(broker.bootstrap)
         watch.start()
         bench = [
             str(Path(sys.executable).with_name("dpstream")),
-            "bench",
+            "capacity",
             "throughput",
             "--broker",
             broker.bootstrap,

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import msgpack
+import pytest
 
 from app import metrics
+from app.stream.config import load_settings
 from app.stream.internal import Partial, Tick
 from app.stream.release import LedgerEntry
-from tests.stream.agent import Boom, recording_agent, run
+from tests.stream.agent import TEST_ENV, Boom, agent, recording_agent, run
 
 YAML = """
 streams:
@@ -97,3 +101,56 @@ def test_a_partial_for_a_partition_the_topic_lacks_is_refused_not_late(tmp_path)
     run(r, Partial("s", 9, 3, 1, [1, 0]).encode(), 11.0)
     assert metrics.INTERNAL_REFUSED.labels("s", "partition")._value.get() == refused + 1
     assert late_partials() == before
+
+
+def gated_agent(tmp_path, ledger, slots, produce):
+    """An agent of ``YAML`` whose broker is ``produce``."""
+    config = tmp_path / "s.yaml"
+    config.write_text(YAML)
+    return agent(load_settings(env=TEST_ENV, config=config), ledger, slots, produce)
+
+
+def test_release_and_audit_await_their_acks_together(tmp_path):
+    """Issue 37, goal 4: the audit record is sent before the release is acknowledged (one
+    round trip); a broker that acknowledges neither until both arrived would hang a publisher
+    that awaits them one after the other (the wait then times out and the test fails)."""
+    ledger, slots, sent = {}, {}, []
+    in_flight: set[str] = set()
+    both = asyncio.Event()
+
+    async def produce(topic: str, key: bytes, value: bytes) -> None:
+        in_flight.add(topic)
+        if in_flight >= {"releases", "audit"}:
+            both.set()
+        await asyncio.wait_for(both.wait(), 2.0)
+        sent.append((topic, value))
+
+    r = gated_agent(tmp_path, ledger, slots, produce)
+    tick(r, 10.6, 10.6)  # starts at slot 9
+    run(r, Partial("s", 10, 0, 1, [2, 0]).encode(), 11.6)
+    entry = LedgerEntry.decode(ledger["s"])
+    assert entry.published is True
+    assert sorted(sent[-2:]) == sorted(entry.outbox)  # slot 10's two records, both acked
+
+
+def test_an_unacknowledged_audit_leaves_the_slot_unmarked_and_resent(tmp_path):
+    """The release was acknowledged, its audit record was not: the entry stays unpublished, and
+    the restarted agent re-sends both stored records, byte for byte, before marking it."""
+    ledger, slots, sent = {}, {}, []
+
+    async def audit_fails(topic: str, key: bytes, value: bytes) -> None:
+        if topic == "audit":
+            raise Boom
+        sent.append((topic, value))
+
+    r = gated_agent(tmp_path, ledger, slots, audit_fails)
+    with pytest.raises(Boom):
+        tick(r, 10.6, 10.6)  # starts at slot 9 and releases it
+    entry = LedgerEntry.decode(ledger["s"])
+    assert entry.published is False
+    acked = list(sent)
+    assert acked == [("releases", entry.record("releases"))]
+    restarted = make(tmp_path, ledger, slots, sent)
+    tick(restarted, 10.7, 11.7)
+    assert sent[len(acked) :] == entry.outbox  # the stored bytes, in the outbox's order
+    assert LedgerEntry.decode(ledger["s"]).published is True

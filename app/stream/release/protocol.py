@@ -15,7 +15,8 @@ Both drivers (:mod:`~app.stream.release.central`, :mod:`~app.stream.release.loca
    the first is produced; those of earlier slots say ``delayed``.
 3. **Persist**: it waits until the broker acknowledged the table's changelog records, so the
    entry survives the loss of the local RocksDB too.
-4. **Publish**: it produces the ``outbox`` (key: stream id) and waits for the acknowledgements.
+4. **Publish**: it produces the ``outbox`` (key: stream id; the release and audit topics side by
+   side, each in order) and waits for every acknowledgement.
 5. **Mark**: it sets ``published = True``.
 6. **Commit**: Faust commits the ``partials`` offsets afterwards (at least once).
 
@@ -32,6 +33,7 @@ else. A slot is never noised twice differently, and never published without its 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -328,9 +330,29 @@ class Publisher:
         return entry
 
     async def publish(self, stream: StreamConfig, entry: LedgerEntry) -> None:
-        """4. Publish the stored bytes (never a recomputation), then 5. mark them published."""
+        """4. Publish the stored bytes (never a recomputation), then 5. mark them published.
+
+        The topics are produced side by side, each in the outbox's order: a slot's release and
+        its audit record wait for their acknowledgements together (one round trip, not two).
+        The entry is marked only once every record was acknowledged; if any failed, the first
+        failure is raised after the others have finished and the entry stays unmarked, so
+        :meth:`recover` re-sends the same bytes (consumers may see a record twice, identical).
+        """
+        key = stream.id.encode()
+        by_topic: dict[str, list[bytes]] = {}
         for role, value in entry.outbox:
-            await self.produce(self._topic(role), stream.id.encode(), value)
+            by_topic.setdefault(self._topic(role), []).append(value)
+
+        async def in_order(topic: str, values: list[bytes]) -> None:
+            for value in values:
+                await self.produce(topic, key, value)
+
+        done = await asyncio.gather(
+            *(in_order(t, v) for t, v in by_topic.items()), return_exceptions=True
+        )
+        for outcome in done:
+            if isinstance(outcome, BaseException):
+                raise outcome
         entry.published = True
         self.write(stream.id, entry)
 

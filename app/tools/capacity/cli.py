@@ -57,7 +57,7 @@ def register(sub: Any) -> None:
     t("--workers", type=int, default=1, help="workers in one group (K)")
     t("--partitions", type=int, default=0, help="events partitions (default: topics/events.yaml)")
     t("--producers", type=int, default=1, help="producer processes")
-    t("--linger-ms", type=float, help="the producers' linger.ms (default 20)")
+    t("--linger-ms", type=float, help="the producers' linger.ms (default 100)")
     t("--idle-s", type=float, default=3.0, help="idle CPU measured this long")
     t("--rate", type=float, default=20_000, help="events/s of the latency phase")
     t("--latency-s", type=float, default=10.0, help="length of the latency phase (0: skip)")

@@ -50,8 +50,11 @@ SESSION_TIMEOUT_S = 6.0
 """The bench workers' consumer session timeout (a dead member leaves the group after it)."""
 
 
-LINGER_MS = 20.0
-"""The producers' ``linger.ms`` unless ``--linger-ms`` says otherwise."""
+LINGER_MS = 100.0
+"""The producers' ``linger.ms`` unless ``--linger-ms`` says otherwise: under :data:`GRACE_S`,
+so it does not delay a slot's close, and long enough that the embedded broker takes few
+batches per partition (at 20 ms, 0.40-0.50 of a core over 16 partitions; at 100 ms, 0.17-0.21;
+docs/capacity.md)."""
 
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

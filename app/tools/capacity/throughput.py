@@ -32,9 +32,10 @@ value, each on fresh topics and workers, and a table of the rows ends the output
 users *per slot* need a slot at least as long as the run (``--slot-s 600 --latency-s 0``);
 with 1 s slots a slot holds what the producers send in a second.
 
-The producers hold each batch open ``--linger-ms`` (20 ms by default). An event is stamped
-before that wait, and a slot closes once an event stamped past its due time is read (or its
-partitions are found at their end), so the linger is part of the latency. The embedded broker's
+The producers hold each batch open ``--linger-ms`` (100 ms by default, under the 0.3 s
+grace). An event is stamped before that wait, and a slot closes once an event stamped past its
+due time is read (or its partitions are found at their end), so the linger is part of the
+latency. The embedded broker's
 fetches cost more with every batch a partition holds: librdkafka's 5 ms gained 5-10 ms of p50
 over 4 partitions but lost 90-110 ms over 16 on the 2-core VM, and a long paced phase needs
 fewer, larger batches still (at 1,000 events/s, 20 ms took Tansu from 17 % to 99 % of a core
