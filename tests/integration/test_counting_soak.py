@@ -27,7 +27,7 @@ import pytest
 
 from app.stream.collect.batch import UNACCOUNTED
 from app.stream.config import load_settings
-from app.tools.capacity.throughput import produce_part, streams_yaml
+from app.tools.capacity.fleet import produce_part, streams_yaml
 from app.verify import verify
 from app.verify.report import to_text
 from tests.integration.load import wait_released
