@@ -8,14 +8,14 @@ on random group mixes (:func:`random_groups`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from app.dp.budget import within
-from app.dp.checks import Factory, Trace
+from app.dp.checks import Factory, ReleasesAtOnce, Trace
 from app.dp.types import Group, Release
 
 
@@ -70,18 +70,12 @@ def window_violations(releases: list[Release], groups: list[Group]) -> list[str]
     return bad
 
 
-class Central:
+class Central(ReleasesAtOnce):
     """Central mechanisms: a slot's input is its true counts per group, ``(m, d)``, with the
     public :func:`population`; ``step`` releases that slot at once."""
 
     sizes = {"state": 30, "roundtrip": 40, "seeded": 50, "shape": 200, "input": 5}
     invariant_slots = 2000
-
-    def size(self, check: str, m: Any) -> int:
-        return self.sizes[check]
-
-    def cuts(self, slots: int) -> Iterable[int]:
-        return range(slots + 1)
 
     def inputs(self, m: Any, rng: np.random.Generator, slots: int) -> list[Any]:
         return list(random_stream(rng, slots, len(m.groups), m.d))
@@ -91,15 +85,6 @@ class Central:
         out = [m.step(x, rng, population(m))]
         trace.releases += out
         return out
-
-    def mid_slot(self, m: Any, rng: np.random.Generator) -> bool:
-        return False
-
-    def lag(self, m: Any) -> int:
-        return 0
-
-    def check_release(self, m: Any, r: Release, previous: npt.NDArray[np.float64]) -> None:
-        return None
 
     def invariant_runs(
         self, factory: Factory, rng: np.random.Generator

@@ -45,6 +45,29 @@ class Trace:
     requests: list[Any] = field(default_factory=list)
 
 
+class ReleasesAtOnce:
+    """The defaults of an :class:`Adapter` for a kind whose ``step`` releases its own slot at
+    once: sizes from ``sizes``, a cut after any slot, no mid-slot state, no lag, no assertion
+    of its own on a release."""
+
+    sizes: dict[str, int]
+
+    def size(self, check: str, m: Any) -> int:
+        return self.sizes[check]
+
+    def cuts(self, slots: int) -> Iterable[int]:
+        return range(slots + 1)
+
+    def mid_slot(self, m: Any, rng: np.random.Generator) -> bool:
+        return False
+
+    def lag(self, m: Any) -> int:
+        return 0
+
+    def check_release(self, m: Any, r: Any, previous: npt.NDArray[np.float64]) -> None:
+        return None
+
+
 class Adapter(Protocol):
     """How the kind-independent checks drive one kind of mechanism."""
 

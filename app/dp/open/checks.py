@@ -10,7 +10,7 @@ each release's ``eps_spent`` and ``delta_spent`` per level, exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.dp.budget import exact
-from app.dp.checks import Factory, Trace
+from app.dp.checks import Factory, ReleasesAtOnce, Trace
 from app.dp.open.ledger import Level
 from app.dp.types import IntArray
 
@@ -79,17 +79,11 @@ def window_violations(releases: Sequence[Any], levels: Sequence[Level]) -> list[
     return bad
 
 
-class Open:
+class Open(ReleasesAtOnce):
     """Open-domain mechanisms: a slot's input is its events; ``step`` releases it at once."""
 
     sizes = {"state": 20, "roundtrip": 16, "seeded": 30, "shape": 80, "input": 5}
     invariant_slots = 300
-
-    def size(self, check: str, m: Any) -> int:
-        return self.sizes[check]
-
-    def cuts(self, slots: int) -> Iterable[int]:
-        return range(slots + 1)
 
     def inputs(self, m: Any, rng: np.random.Generator, slots: int) -> list[Any]:
         return list(random_events(rng, slots))
@@ -99,15 +93,6 @@ class Open:
         out = [m.step(x.users, x.keys, rng)]
         trace.releases += out
         return out
-
-    def mid_slot(self, m: Any, rng: np.random.Generator) -> bool:
-        return False
-
-    def lag(self, m: Any) -> int:
-        return 0
-
-    def check_release(self, m: Any, r: Any, previous: npt.NDArray[np.float64]) -> None:
-        return None
 
     def invariant_runs(
         self, factory: Factory, rng: np.random.Generator
