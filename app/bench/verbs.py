@@ -100,8 +100,6 @@ def _grid_paper(args: argparse.Namespace) -> int:
     if refused(args.paper, args):
         return 2
     prefix = args.paper + "-"
-    if args.dataset is not None:
-        require(args.dataset)  # asked for by name: one line if it is not there
     runs = [
         (name, ds)
         for name, ds in RUNS
@@ -109,16 +107,18 @@ def _grid_paper(args: argparse.Namespace) -> int:
         and (args.figure is None or name == prefix + args.figure)
         and (args.dataset is None or ds == args.dataset)
     ]
-    if skipped := sorted({ds for _, ds in runs if missing(ds)}):
-        runs = [(name, ds) for name, ds in runs if not missing(ds)]
-        print(_fallback(args.paper, skipped, "the runs on generated data"), file=sys.stderr)
-    if not runs:
+    if not runs:  # a run that does not exist, whatever data the machine holds
         print(
             f"dpstream bench {args.paper}: no run of figure {args.figure or 'any'} on dataset "
             f"{args.dataset!r}; the runs: {', '.join(f'{n} on {d}' for n, d in RUNS)}",
             file=sys.stderr,
         )
         return 2
+    if args.dataset is not None:
+        require(args.dataset)  # asked for by name: one line if it is not there
+    if skipped := sorted({ds for _, ds in runs if missing(ds)}):
+        runs = [(name, ds) for name, ds in runs if not missing(ds)]
+        print(_fallback(args.paper, skipped, "the runs on generated data"), file=sys.stderr)
     done = run_all(args.out, quick=args.quick, jobs=args.jobs, runs=runs, seeds=args.seeds)
     for (name, ds), (_, rows, wall) in done.items():
         print(f"{name} on {ds}: {len(rows)} rows, {wall:.0f} s -> {args.out / f'{name}-{ds}'}")
