@@ -20,7 +20,16 @@ from app.bench.engine.presets import Preset, resolve, run_rows, write_tables
 from app.bench.engine.runner import run_preset
 from app.bench.engine.store import find, gzip_file, read_rows, record, records
 
-__all__ = ["RUNS", "Done", "Rows", "command", "read_csv", "recorded_machine", "run_all"]
+__all__ = [
+    "RUNS",
+    "Done",
+    "Rows",
+    "command",
+    "read_csv",
+    "recorded_machine",
+    "recorded_machines",
+    "run_all",
+]
 
 RUNS: tuple[tuple[str, str], ...] = (
     *((p, d) for p in ("pwsm-eps", "pwsm-w") for d in ("tdrive", "tlns", "sin", "log")),
@@ -81,6 +90,26 @@ def recorded_machine(
         if found:
             return dict(found)
     return None
+
+
+def recorded_machines(
+    out_root: str | Path, keys: Sequence[str]
+) -> list[tuple[dict[str, str], list[str]]]:
+    """Each distinct machine recorded for the runs ``keys`` under ``out_root``, with the runs
+    it measured, in the order first found (runs that recorded none are left out)."""
+    log = records(out_root)
+    found: list[tuple[dict[str, str], list[str]]] = []
+    for key in keys:
+        machine = log.get(key, {}).get("machine")
+        if not machine:
+            continue
+        for known, runs in found:
+            if known == machine:
+                runs.append(key)
+                break
+        else:
+            found.append((dict(machine), [key]))
+    return found
 
 
 def _reuse(

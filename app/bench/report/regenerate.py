@@ -19,7 +19,7 @@ from typing import Any
 
 from app.bench.engine.claims import Claim
 from app.bench.engine.evidence import population, zero_release_amre
-from app.bench.engine.runs import RUNS, Done, recorded_machine, run_all
+from app.bench.engine.runs import RUNS, Done, recorded_machines, run_all
 from app.bench.engine.store import Produced, find, gzip_file, record, records, write_records
 from app.bench.open_domain.report import section as open_domain_section
 from app.bench.optstream import section as optstream
@@ -134,7 +134,8 @@ def regenerate(
     walls = [w for _, _, w in done.values() if not math.isnan(w)]
     walls += [p.wall_s for p in produced.values() if not math.isnan(p.wall_s)]
     total = sum(walls) if reuse else time.perf_counter() - began
-    machine = recorded_machine(out_root, [f"{name}-{ds}" for name, ds in done])
+    machines = recorded_machines(out_root, [f"{name}-{ds}" for name, ds in done])
+    machine = machines[0][0] if len(machines) == 1 else None  # else the cost run names its own
     floors, populations = _facts(done, Path(out_root))
     others: list[tuple[list[Claim], list[str]]] = [
         pldp.section(produced, link_root),
@@ -150,7 +151,7 @@ def regenerate(
         closing=closing_note(cost, total, quick, absent),
         command="dpstream bench results" + (" --quick" if quick else ""),
         total_s=total,
-        machine=machine,
+        machines=machines,
         sections=[
             *(lines for _, lines in others),
             open_domain_section(figs / "open_domain", link_root),

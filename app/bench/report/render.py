@@ -63,18 +63,27 @@ LDP_INTRO = (
 )
 
 
-def machine_line(machine: Mapping[str, str] | None) -> str:
-    """The machine the runs measured on, from the facts they recorded.
+def machine_line(machines: Sequence[tuple[Mapping[str, str], Sequence[str]]]) -> str:
+    """The machines the runs measured on, from the facts they recorded, each with its runs
+    when there is more than one.
 
-    >>> machine_line({"platform": "Linux-x", "cpus": "2", "python": "3.11.9", "numpy": "2.1"})
+    >>> linux = {"platform": "Linux-x", "cpus": "2", "python": "3.11.9", "numpy": "2.1"}
+    >>> machine_line([(linux, ["pwsm-eps-sin"])])
     'Machine of the runs (recorded when they ran): Linux-x, 2 CPUs, Python 3.11.9, numpy 2.1.'
+    >>> two = machine_line([(linux, ["a"]), ({**linux, "cpus": "16"}, ["b", "c"])])
+    >>> two.startswith("Machines of the runs"), two.split("numpy 2.1 ")[1:]
+    (True, ['(a); Linux-x, 16 CPUs, Python 3.11.9, ', '(b, c).'])
     """
-    if not machine:
+    if not machines:
         return "Machine of the runs: not recorded (the runs predate their records in `runs.json`)."
-    return (
-        f"Machine of the runs (recorded when they ran): {machine['platform']}, "
-        f"{machine['cpus']} CPUs, Python {machine['python']}, numpy {machine['numpy']}."
-    )
+
+    def facts(m: Mapping[str, str]) -> str:
+        return f"{m['platform']}, {m['cpus']} CPUs, Python {m['python']}, numpy {m['numpy']}"
+
+    if len(machines) == 1:
+        return f"Machine of the runs (recorded when they ran): {facts(machines[0][0])}."
+    each = "; ".join(f"{facts(m)} ({', '.join(runs)})" for m, runs in machines)
+    return f"Machines of the runs (recorded when they ran): {each}."
 
 
 def _sizes(done: Done) -> list[str]:
@@ -269,7 +278,7 @@ def _header(
     items: Sequence[Claim],
     command: str,
     total_s: float,
-    machine: Mapping[str, str] | None,
+    machines: Sequence[tuple[Mapping[str, str], Sequence[str]]],
 ) -> list[str]:
     quick = any(p.quick for p, _, _ in done.values())
     return [
@@ -288,7 +297,7 @@ def _header(
         "histogram sensitivity of 1); the service's default, `replace`, draws twice the noise "
         "for the same eps (README, 'What is protected').",
         "",
-        machine_line(machine),
+        machine_line(machines),
         "",
         summary(items),
         "",
@@ -329,13 +338,13 @@ def render(
     closing: Sequence[str] = (),
     command: str,
     total_s: float,
-    machine: Mapping[str, str] | None = None,
+    machines: Sequence[tuple[Mapping[str, str], Sequence[str]]] = (),
     sections: Sequence[Sequence[str]] = (),
 ) -> str:
     """The whole RESULTS.md text; ``sections`` are the other papers' sections, rendered by
     their modules (``app.bench.<paper>.section``), placed after LDP-IDS."""
     lines = [
-        *_header(done, items, command, total_s, machine),
+        *_header(done, items, command, total_s, machines),
         "## PWSM (Du et al., PVLDB 2025; spec seed-000 §6.6)",
         "",
         PWSM_INTRO,

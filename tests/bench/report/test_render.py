@@ -24,8 +24,18 @@ def test_claims_table_marks_and_escapes():
 
 
 def test_machine_line_from_recorded_facts_or_says_it_is_missing():
-    assert "Linux-test, 2 CPUs, Python 3.11.9, numpy 2.1.0" in render.machine_line(MACHINE)
-    assert "not recorded" in render.machine_line(None)
+    one = render.machine_line([(MACHINE, ["pwsm-eps-sin", "pwsm-w-sin"])])
+    assert one.startswith("Machine of the runs") and "Linux-test, 2 CPUs, Python 3.11.9" in one
+    assert "pwsm-eps-sin" not in one  # one machine measured every run: no need to list them
+    assert "not recorded" in render.machine_line([])
+
+
+def test_machine_line_names_each_machine_with_its_runs():
+    other = {**MACHINE, "cpus": "16", "python": "3.12.3"}
+    line = render.machine_line([(MACHINE, ["ldp-ids-eps-sin"]), (other, ["pwsm-eps-sin", "a"])])
+    assert line.startswith("Machines of the runs")
+    assert "2 CPUs, Python 3.11.9, numpy 2.1.0 (ldp-ids-eps-sin)" in line
+    assert "16 CPUs, Python 3.12.3, numpy 2.1.0 (pwsm-eps-sin, a)" in line
 
 
 def test_cost_section_names_only_what_differs_from_the_runs_machine(tmp_path):
@@ -48,7 +58,7 @@ def test_render_has_no_machine_prose(tmp_path):
         closing=render.closing_note(tmp_path, 120.0, False),
         command="cmd",
         total_s=120.0,
-        machine=MACHINE,
+        machines=[(MACHINE, ["pwsm-eps-sin"])],
     )
     assert text.count("Linux-test") == 1 and "wall time 2.0 min)" in text
     assert "Summary: 0 agree, 0 partly, 0 disagree, 0 not run, over all 0 papers" in text

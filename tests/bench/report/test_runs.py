@@ -51,6 +51,17 @@ def test_run_all_records_the_run_only_when_it_runs(tmp_path, monkeypatch):
     assert runs.recorded_machine(tmp_path) == {"platform": "earlier"}  # nothing ran: kept
 
 
+def test_recorded_machines_groups_the_runs_by_machine(tmp_path):
+    a, b = {"platform": "a"}, {"platform": "b"}
+    store.write_records(
+        tmp_path, {"r1": {"machine": a}, "r2": {"machine": b}, "r3": {"machine": a}, "r4": {}}
+    )
+    assert runs.recorded_machines(tmp_path, ["r1", "r2", "r3", "r4", "absent"]) == [
+        (a, ["r1", "r3"]),
+        (b, ["r2"]),
+    ]
+
+
 def test_gzip_file_gives_the_same_bytes_for_the_same_rows(tmp_path):
     made = []
     for name in ("a", "b"):
