@@ -15,6 +15,8 @@ import pytest
 from app import metrics
 from app.stream.config import load_settings
 from app.stream.internal import OpenPartial, Partial, Tick
+from app.stream.ops.ledger_view import render, to_json
+from app.stream.ops.status import StatusBoard
 from app.stream.release import LedgerEntry
 from app.stream.release.open import CHUNK_SEP
 from app.wire import audit, releases
@@ -177,3 +179,24 @@ def test_the_ledger_keeps_eps_and_delta_and_recent_releases(tmp_path):
     state = entry.state["state"]
     assert state["ledger"]["delta"] == [[2 << 40]]  # delta_i / w_i: 2 shares of 2**40 units
     assert [row[0] for row in entry.recent] == [11, 12]  # started at 11 (due 12.5)
+
+
+def test_ledger_show_and_budget_show_delta_beside_eps(tmp_path):
+    ledger, slots, sent = {}, {}, []
+    r = make(tmp_path, ledger, slots, sent)
+    board = StatusBoard()
+    r.publisher.watch.each += (board,)  # as the worker registers it
+    tick(r, 10.6, 10.6)
+    stream, entry = r.settings.stream("u"), LedgerEntry.decode(ledger["u"])
+    lines = render(stream, entry).splitlines()
+    assert "delta spent" in next(line for line in lines if line.startswith("level"))
+    row = next(line for line in lines if line.startswith("only")).split()
+    # w=1: the one slot spent the whole window, eps 20 of 20 and delta 1e-3 of 1e-3
+    assert row == ["only", "1", "20", "20", "100.0%", "0.001", "0.001", "100.0%"]
+    for view in (to_json(stream, entry), board.budget_document()["streams"][0]):
+        level = view["levels"][0]
+        assert (level["window_spent_exact"], level["window_delta_spent_exact"]) == (
+            "20/1",
+            "1/1000",
+        )
+        assert (level["delta"], level["delta_fraction"]) == (1e-3, 1.0)
