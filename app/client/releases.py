@@ -33,10 +33,10 @@ noise; clamping at zero and rounding are free post-processing, left to the calle
 >>> dedup.admit(r, raw), dedup.admit(decode_release(raw), raw), dedup.duplicates
 (True, False, 1)
 >>> from dataclasses import replace
->>> decode_release(encode(replace(r, schema=2)))  # doctest: +ELLIPSIS
+>>> decode_release(encode(replace(r, schema=3)))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-app.wire.errors.NewerSchemaError: release record schema 2 is newer than this reader's 1: ...
+app.wire.errors.NewerSchemaError: release record schema 3 is newer than this reader's 2: ...
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ stream's messages stay in order on one partition), each with ``encode()`` and on
 
 * :class:`Partial`: one ``events`` partition's counts (``groups x d``, row-major; a sum
   stream's sums) for one slot it closed;
+* :class:`OpenPartial`: the same for an open-domain stream (``domain: open``): the bounded
+  counts per group of the keys the partition's users kept, with the keys (sorted), split in
+  chunks that each fit a Kafka message;
 * :class:`Tick`: per partition the sender owns, the event time it is complete up to (local
   streams send empty ticks: the agent's clock);
 * :class:`PartitionTally`: one ``reports`` partition's support counts and report counts of one
@@ -16,9 +19,11 @@ something else writing to the topic) is an :class:`InternalError` the release ag
 never another exception inside it: ids and rounds are short strings, slots and partitions
 non-negative ints below :data:`MAX_SLOT` and :data:`MAX_PARTITIONS`, times finite, counts
 finite non-negative numbers up to :data:`MAX_COUNT` (a count stream's and a tally's are ints),
-at most :data:`MAX_CELLS` of them. What a well-formed message may claim for its stream (its
-shape, its partitions, its time, how many users a partition could have sent) is the guard's
-business (:mod:`app.stream.release.guard`).
+at most :data:`MAX_CELLS` of them; an open partial's keys non-empty strings of at most
+:data:`MAX_KEY_CHARS` characters, sorted and distinct, its counts as many per group as keys.
+What a well-formed message may claim for its stream (its shape, its partitions, its time, how
+many users a partition could have sent) is the guard's business
+(:mod:`app.stream.release.guard`).
 
 The release agent's own records in the ``slots`` table are typed here too: :class:`OpenSlot`
 (a central slot's merged partials) and :class:`OpenRound` (a local round's merged tallies),
@@ -31,6 +36,9 @@ same ranges as the wire, never a ``KeyError`` or an ``OverflowError`` later.
 
 >>> p = Partial("s", 12, 1, 4, [1, 0, 2])
 >>> decode(p.encode()) == p
+True
+>>> o = OpenPartial("urls", 12, 1, 4, ("a.com", "b.org"), [3, 1, 0, 2])  # 2 groups x 2 keys
+>>> decode(o.encode()) == o
 True
 >>> decode(Tick("s", {3: 120.0}, 4).encode())
 Tick(stream='s', progress={3: 120.0}, partitions=4)
@@ -57,6 +65,11 @@ MAX_PARTITIONS = 1 << 16
 """Partition counts are at most this (Kafka's practical limit is far lower)."""
 MAX_CELLS = 1 << 20
 """Most counts one message may carry (``groups x d``; a tally's ``m x d``)."""
+MAX_KEY_CHARS = 4096
+"""Longest key an open partial may carry (characters; a stream's ``max_key_chars`` is at most
+this)."""
+MAX_CHUNKS = 1 << 16
+"""Most chunks one open partial may be split in (:attr:`OpenPartial.chunks`)."""
 MAX_COUNT = 2**53
 """Largest count or sum a message may claim: exact as a float64, and any sum of
 :data:`MAX_PARTITIONS` of them fits an int64."""
@@ -96,6 +109,46 @@ class Partial:
                 "partition": self.partition,
                 "partitions": self.partitions,
                 "counts": self.counts,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class OpenPartial:
+    """One ``events`` partition's bounded key counts of an open-domain stream for one closed
+    slot, or one chunk of them.
+
+    ``keys`` are the distinct keys that some user of the partition kept in the slot (each user
+    at most ``max_keys`` of them, :mod:`app.stream.collect.open_keys`), sorted and distinct;
+    ``counts`` is row-major ``groups x len(keys)``: one row per requirement group, in the
+    order of the central :class:`Partial`'s rows (the stream's levels), the users of that group
+    who kept each key. A slot with many keys is split in ``chunks`` messages (``chunk`` in
+    ``0 .. chunks - 1``) that each fit a Kafka message: their keys are disjoint, and every key
+    of chunk ``i`` sorts before every key of chunk ``i + 1``. A partition's slot is whole once
+    all its chunks arrived; an empty slot is one chunk without keys."""
+
+    stream: str
+    slot: int
+    partition: int
+    partitions: int
+    """The ``events`` topic's partition count as the sender knows it."""
+    keys: tuple[str, ...]
+    counts: list[int]
+    chunk: int = 0
+    chunks: int = 1
+
+    def encode(self) -> bytes:
+        return _pack(
+            {
+                "kind": "open_partial",
+                "stream": self.stream,
+                "slot": self.slot,
+                "partition": self.partition,
+                "partitions": self.partitions,
+                "keys": list(self.keys),
+                "counts": self.counts,
+                "chunk": self.chunk,
+                "chunks": self.chunks,
             }
         )
 
@@ -150,7 +203,7 @@ class PartitionTally:
         )
 
 
-Internal = Partial | Tick | PartitionTally
+Internal = Partial | OpenPartial | Tick | PartitionTally
 """Any message of the internal ``partials`` topic."""
 
 
@@ -161,10 +214,12 @@ def decode(raw: bytes | None) -> Internal:
     if not isinstance(msg, dict) or "kind" not in msg:
         raise InternalError("not an internal message: no kind")
     kind = msg["kind"]
-    if kind not in ("partial", "tick", "tally"):
+    if kind not in ("partial", "open_partial", "tick", "tally"):
         raise InternalError(f"unknown kind {str(kind)[:32]!r}")
     check = _Checker(msg, InternalError, str(kind))
     stream, partitions = check.text("stream"), check.int("partitions", 1, MAX_PARTITIONS)
+    if kind == "open_partial":
+        return _open_partial(check, stream, partitions)
     if kind == "partial":
         return Partial(
             stream,
@@ -189,6 +244,30 @@ def decode(raw: bytes | None) -> Internal:
         check.counts("support"),
         check.counts("reports"),
         check.time("now"),
+    )
+
+
+def _open_partial(check: _Checker, stream: str, partitions: int) -> OpenPartial:
+    keys = check.value("keys", list)
+    if len(keys) > MAX_CELLS or not all(
+        isinstance(k, str) and 0 < len(k) <= MAX_KEY_CHARS for k in keys
+    ):
+        raise InternalError(f"open_partial: keys must be 1 to {MAX_KEY_CHARS} character strings")
+    if any(a >= b for a, b in zip(keys, keys[1:], strict=False)):
+        raise InternalError("open_partial: keys must be sorted and distinct")
+    counts = check.counts("counts")
+    if (len(counts) % len(keys) if keys else len(counts)) or (keys and not counts):
+        raise InternalError("open_partial: counts must be groups x keys")
+    chunks = check.int("chunks", 1, MAX_CHUNKS)
+    return OpenPartial(
+        stream,
+        check.int("slot", 0, MAX_SLOT),
+        check.int("partition", 0, MAX_PARTITIONS - 1),
+        partitions,
+        tuple(keys),
+        counts,
+        check.int("chunk", 0, chunks - 1),
+        chunks,
     )
 
 

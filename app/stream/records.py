@@ -159,7 +159,7 @@ def encode_release(
         mechanism=rel.mechanism,
         spent_by_group=spent,
         version=rel.version,
-        schema=releases.VERSION,
+        schema=releases.LABELS_SCHEMA,
         released_at=released_at,
         delayed=bool(delayed),
         guarantee=guarantee(stream),

@@ -26,8 +26,11 @@ VERSION = 1
 @dataclass(frozen=True, slots=True)
 class AuditRecord:
     """One released slot's accounting (``docs/wire.md`` names each field). ``spatial_n``
-    (graph streams), ``users_dc``/``users_pub`` (local streams: users asked per round) and
-    ``spent_exact_by_group`` (exact ledgers) are left out of the bytes when None."""
+    (graph streams), ``users_dc``/``users_pub`` (local streams: users asked per round),
+    ``spent_exact_by_group`` (exact ledgers) and the delta fields (open-domain streams, whose
+    levels are (eps, delta)-DP over their windows) are left out of the bytes when None. No
+    field is a figure of the data: budgets follow from the configuration and released
+    decisions."""
 
     stream: str
     slot: int
@@ -53,9 +56,22 @@ class AuditRecord:
     users_dc: int | None = None
     users_pub: int | None = None
     spent_exact_by_group: dict[str, str] | None = None
+    delta_by_group: dict[str, float] | None = None
+    delta_spent_by_group: dict[str, float] | None = None
+    delta_spent_exact_by_group: dict[str, str] | None = None
+    window_delta_spent_by_group: dict[str, float] | None = None
+    window_delta_spent_exact_by_group: dict[str, str] | None = None
 
 
-_OPTIONAL = ("spatial_n", "users_dc", "users_pub", "spent_exact_by_group")
+DELTA_FIELDS = (
+    "delta_by_group",
+    "delta_spent_by_group",
+    "delta_spent_exact_by_group",
+    "window_delta_spent_by_group",
+    "window_delta_spent_exact_by_group",
+)
+"""An open-domain stream's delta accounting, beside the eps fields (absent otherwise)."""
+_OPTIONAL = ("spatial_n", "users_dc", "users_pub", "spent_exact_by_group", *DELTA_FIELDS)
 _NAMES = tuple(f.name for f in fields(AuditRecord))
 
 

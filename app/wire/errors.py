@@ -16,6 +16,7 @@ REASONS = (
     "wrong_partition",
     "bad_amount",
     "too_large",
+    "key_too_long",
 )
 """Every dead-letter reason; the ``reason`` label of ``dpstream_dead_letters``."""
 

@@ -16,7 +16,9 @@ The rules, in the order a refusal is named (the first that fails gives the reaso
 5. ``user`` is a non-empty string or an int (``wrong_type``; an int becomes its decimal text);
 6. ``ts`` is an int or a float (``wrong_type``) in ``[0, 1e11)`` (``bad_time``);
 7. ``value`` is an index in ``[0, d)`` or one of the stream's labels (``out_of_domain``), and
-   nothing else (``wrong_type``);
+   nothing else (``wrong_type``); an open-domain stream's (``domain: open``) is the key, a
+   non-empty string (``wrong_type``) of at most the stream's ``max_key_chars`` characters
+   (``key_too_long``);
 8. a sum stream's event has ``amount`` (``missing_field``), a number (``wrong_type``), finite
    and ``>= 0`` (``bad_amount``).
 
@@ -27,6 +29,13 @@ Event(stream='clicks', user='u1', ts=10.5, value=0, amount=None)
 Traceback (most recent call last):
 ...
 app.wire.errors.BadEvent: out_of_domain: index not in [0, 3)
+>>> urls = {"urls": Domain(0, {}, open=True, max_key_chars=8)}
+>>> decode(encode(Event("urls", "u1", 10.5, "a.com/x")), urls)
+Event(stream='urls', user='u1', ts=10.5, value='a.com/x', amount=None)
+>>> decode(encode(Event("urls", "u1", 10.5, "a.com/xyz")), urls)
+Traceback (most recent call last):
+...
+app.wire.errors.BadEvent: key_too_long: key of 9 characters, more than 8
 """
 
 from __future__ import annotations
@@ -92,19 +101,29 @@ class _Stream(Protocol):
     @property
     def sums(self) -> bool: ...
 
+    @property
+    def is_open(self) -> bool: ...
+
+    @property
+    def max_key_chars(self) -> int: ...
+
 
 @dataclass(frozen=True)
 class Domain:
-    """What validating a stream's values needs: ``d``, the label index, and whether events
-    carry ``amount`` (a sum stream: a value decodes to ``(index, amount)``)."""
+    """What validating a stream's values needs: ``d``, the label index, whether events
+    carry ``amount`` (a sum stream: a value decodes to ``(index, amount)``), and for an
+    open-domain stream (``open``) the longest key."""
 
     d: int
     index: dict[str, int]
     sums: bool = False
+    open: bool = False
+    max_key_chars: int = 0
 
     @classmethod
     def of(cls, stream: _Stream) -> Domain:
-        return cls(stream.d, {label: i for i, label in enumerate(stream.labels)}, stream.sums)
+        index = {label: i for i, label in enumerate(stream.labels)}
+        return cls(stream.d, index, stream.sums, stream.is_open, stream.max_key_chars)
 
 
 CODE = {reason: i + 1 for i, reason in enumerate(REASONS)}
@@ -119,7 +138,8 @@ _NO = object()
 class EventBatch:
     """A decoded batch, as columns: for record ``i``, ``codes[i]`` is 0 when it is a valid
     event (else its reason's :data:`CODE`) and then ``streams[i]``, ``users[i]`` (a string),
-    ``ts[i]``, ``values[i]`` (an index) and, for a sum stream, ``amounts[i]`` are its fields.
+    ``ts[i]``, ``values[i]`` (an index) and, for a sum stream, ``amounts[i]`` are its fields;
+    an open-domain stream's event has its key in ``keys[i]`` (and 0 in ``values[i]``).
     Invalid records hold place holders; :meth:`error` says what is wrong with one."""
 
     streams: list[str]
@@ -131,6 +151,9 @@ class EventBatch:
     details: dict[int, str]
     kinds: set[str]
     """The stream ids of the batch (``""`` among them when a record is refused)."""
+    keys: list[str] | None = None
+    """The keys of the open-domain streams' events (``""`` at other records); None when the
+    batch holds no open-domain stream."""
 
     def error(self, i: int) -> BadEvent:
         """The refusal of record ``i`` (which must be invalid)."""
@@ -146,11 +169,12 @@ class EventBatch:
         if self.codes[i]:
             raise self.error(i)
         amount = float(self.amounts[i])
+        key = self.keys[i] if self.keys is not None else ""
         return Event(
             self.streams[i],
             self.users[i],
             float(self.ts[i]),
-            self.values[i],
+            key or self.values[i],
             None if math.isnan(amount) else amount,
         )
 
@@ -284,11 +308,16 @@ def decode_batch(raws: Sequence[bytes | None], domains: Mapping[str, Domain]) ->
             ~plausible, "bad_time", lambda i: f"ts {float(ts[i])!r} is not a plausible Unix time"
         )
         ts[~plausible] = 0.0
-    # 7. value: an index in [0, d) or a label; 8. a sum stream's amount
-    values = _values(values, streams, domains, rules)
+    # 7. value: an index in [0, d) or a label (an open stream's: a key); 8. a sum's amount
+    keys = None
+    if any(domains[s].open for s in kinds if s in domains):  # kinds: refused ids too
+        keys = _keys(values, streams, domains, rules)
+    values = _values(values, streams, domains, rules, keys)
     amounts = _amounts(maps, streams, domains, rules)
     kinds = set(streams) if rules.details else kinds
-    return EventBatch(streams, users, ts, values, amounts, rules.codes, rules.details, kinds)
+    if keys is not None and rules.details:
+        rules.clean(keys, "")
+    return EventBatch(streams, users, ts, values, amounts, rules.codes, rules.details, kinds, keys)
 
 
 def _users(users: list[Any], rules: _Rules) -> list[str]:
@@ -315,14 +344,63 @@ def _users(users: list[Any], rules: _Rules) -> list[str]:
 _USER = "user must be a non-empty string or an int"
 
 
-def _values(
+def _keys(
     values: list[Any], streams: list[str], domains: Mapping[str, Domain], rules: _Rules
+) -> list[str]:
+    """Rule 7 of the open-domain streams' records: their keys (``""`` elsewhere), each
+    checked, and a 0 in ``values`` where they were (the rest of rule 7 passes over them).
+    Columnar when the batch is one open stream's, else a loop over its open records."""
+    n = len(values)
+    kinds = set(streams)
+    if len(kinds) == 1 and set(map(type, values)) == {str}:  # one open stream: the whole column
+        keys, limit = values[:], domains[streams[0]].max_key_chars
+        values[:] = repeat(0, n)
+        lengths = np.fromiter(map(len, keys), dtype=np.int64, count=n)
+        if lengths.min() < 1 or lengths.max() > limit:
+            rules.fail(lengths < 1, "wrong_type", _KEY)
+            rules.fail(lengths > limit, "key_too_long", lambda i: _too_long(int(lengths[i]), limit))
+        return keys
+    keys = [""] * n
+    opens = {s for s in kinds if s and domains[s].open}
+    at = np.flatnonzero(np.fromiter(map(opens.__contains__, streams), bool, count=n)).tolist()
+    wrong = np.zeros(n, dtype=bool)
+    for i in at:  # (mixed batches: the reference path's, and refusals)
+        key, values[i] = values[i], 0
+        if rules.codes[i]:
+            continue
+        limit = domains[streams[i]].max_key_chars
+        if type(key) is not str or not key:
+            wrong[i] = True
+        elif len(key) > limit:
+            rules.fail_one(i, "key_too_long", _too_long(len(key), limit))
+        else:
+            keys[i] = key
+    rules.fail(wrong, "wrong_type", _KEY)
+    return keys
+
+
+_KEY = "value must be a key: a non-empty string"
+
+
+def _too_long(length: int, limit: int) -> str:
+    return f"key of {length} characters, more than {limit}"
+
+
+def _values(
+    values: list[Any],
+    streams: list[str],
+    domains: Mapping[str, Domain],
+    rules: _Rules,
+    keys: list[str] | None = None,
 ) -> list[int]:
-    """Rule 7 over the ``value`` column: every valid value as its index."""
+    """Rule 7 over the ``value`` column: every valid value as its index (an open stream's
+    records, whose ``keys`` are checked already, hold 0)."""
     n = len(values)
     rules.clean(values, 0)
     types = set(map(type, values))
     kinds = set(streams)  # refused records: ""
+    if keys is not None and not any(not domains[s].open for s in kinds if s):
+        return values  # open streams only: their keys are checked, values are 0
     if types == {str} and len(kinds) == 1 and streams[0]:  # one stream's labels: one map
         values = list(map(domains[streams[0]].index.get, values, repeat(-1)))
         if -1 in values:
@@ -341,7 +419,7 @@ def _values(
     if types != {int} and (bad := _typed(values, (int,))) is not None:
         rules.fail(bad, "wrong_type", "value must be an int or a label")
     rules.clean(values, 0)
-    ds = {s: domains[s].d for s in kinds if s}
+    ds = {s: max(domains[s].d, domains[s].open) for s in kinds if s}  # open: value 0
     d: Any = next(iter(ds.values())) if len(kinds) == 1 and ds else None
     if d is None:  # several streams, or refused records: d per record
         d = np.fromiter(map(ds.get, streams, repeat(0)), dtype=np.int64, count=n)

@@ -4,11 +4,26 @@ Key: the stream id (UTF-8); value: a msgpack map (``docs/wire.md``). A record ca
 ``schema`` (absent means 1, the layout before the field): :func:`decode` refuses a layout newer
 than :data:`VERSION` with :class:`~app.wire.errors.NewerSchemaError`, and a record that breaks
 the layout (undecodable, a field missing or of the wrong type, a histogram that is not a list
-of finite numbers) with :class:`~app.wire.errors.BadRecordError`.
+of finite numbers, an open stream's keys that do not fit its histogram) with
+:class:`~app.wire.errors.BadRecordError`.
+
+Two layouts share the topic. A labels stream writes layout 1 (:data:`LABELS_SCHEMA`, its bytes
+as before): ``histogram`` in label order. An open-domain stream (``domain: open``) writes layout
+2 (:data:`OPEN_SCHEMA`): a key -> count map, ``keys[i] -> histogram[i]``, with the keys sorted
+by code point (never by count), the keys selected at this slot (``new_keys``), the public
+keys' ``status``, the selection ``threshold``, the ``retired`` keys and the exact eps and delta
+spent per level. A reader of layout 1 refuses it rather than read an open stream's counts as a
+label-order histogram.
 
 >>> r = SlotRelease("clicks", 7, 420.0, 480.0, (3.5, -1.0), True, "pba", {"strict": 0.1}, 1, 1)
 >>> decode(encode(r)) == r
 True
+>>> o = SlotRelease("urls", 7, 420.0, 480.0, (41.0, 17.0), True, "open_uniform", {"s": 0.5},
+...     1, 2, keys=("/a", "/b"), new_keys=("/b",), status="publish", threshold=12,
+...     retired=(), spent_exact_by_group={"s": "1/2"}, delta_spent_by_group={"s": 1e-6},
+...     delta_spent_exact_by_group={"s": "1/1000000"})
+>>> decode(encode(o)) == o, o.key_counts()
+(True, {'/a': 41.0, '/b': 17.0})
 """
 
 from __future__ import annotations
@@ -21,8 +36,24 @@ from app.utc import utc
 from app.wire.codec import pack, read_map, schema_of
 from app.wire.errors import BadRecordError
 
-VERSION = 1
-"""The ``releases`` record layout this code writes and the newest it reads."""
+VERSION = 2
+"""The newest ``releases`` record layout this code writes and reads."""
+LABELS_SCHEMA = 1
+"""The layout of a labels stream's records (unchanged since version 1)."""
+OPEN_SCHEMA = 2
+"""The layout of an open-domain stream's records: layout 1 plus the key -> count fields."""
+
+OPEN_FIELDS: dict[str, tuple[type, ...]] = {
+    "keys": (list,),
+    "new_keys": (list,),
+    "status": (str,),
+    "threshold": (int,),
+    "retired": (list,),
+    "spent_exact_by_group": (dict,),
+    "delta_spent_by_group": (dict,),
+    "delta_spent_exact_by_group": (dict,),
+}
+"""The fields every layout-2 record (an open stream's) carries, after layout 1's, in order."""
 
 FIELDS: dict[str, tuple[type, ...]] = {
     "stream": (str,),
@@ -62,6 +93,36 @@ class SlotRelease:
     guarantee: dict[str, Any] | None = None
     """The privacy this release carries (``topics/releases.yaml``); None in records written
     before the field."""
+    keys: tuple[str, ...] | None = None
+    """Open streams: the released keys, sorted; ``histogram[i]`` is the count of ``keys[i]``.
+    None for a labels stream (the rest of the open fields are None too)."""
+    new_keys: tuple[str, ...] | None = None
+    """Open streams: the keys selected at this slot (sorted, among ``keys``); the others were
+    public before it."""
+    status: str | None = None
+    """Open streams: publish | skip | nullified, for the public keys' counts."""
+    threshold: int | None = None
+    """Open streams: the selection threshold tau of the slot."""
+    retired: tuple[str, ...] | None = None
+    """Open streams: public keys retired after this slot (not released from the next one)."""
+    spent_exact_by_group: dict[str, str] | None = None
+    """Open streams: eps spent in this slot per level, exact (``"p/q"``)."""
+    delta_spent_by_group: dict[str, float] | None = None
+    """Open streams: delta spent in this slot per level."""
+    delta_spent_exact_by_group: dict[str, str] | None = None
+    """Open streams: the same, exact (``"p/q"``)."""
+
+    @property
+    def is_open(self) -> bool:
+        """Whether this is an open stream's record (a key -> count map)."""
+        return self.keys is not None
+
+    def key_counts(self) -> dict[str, float]:
+        """An open stream's release as a key -> count map (sorted by key); a labels stream's
+        is empty (its histogram is in label order: the stream's config names the labels)."""
+        if self.keys is None:
+            return {}
+        return dict(zip(self.keys, self.histogram, strict=True))
 
     @property
     def start_utc(self) -> str:
@@ -91,6 +152,7 @@ class SlotRelease:
             "released_at": self.released_at,
             "delayed": self.delayed,
             "guarantee": self.guarantee,
+            **{name: _plain(getattr(self, name)) for name in OPEN_FIELDS if self.is_open},
         }
 
 
@@ -113,6 +175,9 @@ def encode(release: SlotRelease) -> bytes:
     fields["delayed"] = release.delayed
     if release.guarantee is not None:
         fields["guarantee"] = release.guarantee
+    if release.is_open:
+        for name in OPEN_FIELDS:
+            fields[name] = _plain(getattr(release, name))
     return pack(fields)
 
 
@@ -131,6 +196,7 @@ def decode(raw: bytes | None) -> SlotRelease:
         raise BadRecordError("histogram holds a value that is not a number")
     if not all(math.isfinite(x) for x in histogram):
         raise BadRecordError("histogram holds a value that is not finite")
+    opened = _open_fields(value, len(histogram)) if schema >= OPEN_SCHEMA else {}
     return SlotRelease(
         stream=value["stream"],
         slot=value["slot"],
@@ -145,7 +211,48 @@ def decode(raw: bytes | None) -> SlotRelease:
         released_at=_optional_time(value.get("released_at")),
         delayed=value.get("delayed") is True,
         guarantee=_optional_guarantee(value.get("guarantee")),
+        **opened,
     )
+
+
+def _plain(value: Any) -> Any:
+    """A field's value as msgpack writes it (tuples as lists)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _open_fields(value: dict[str, Any], size: int) -> dict[str, Any]:
+    """The open-stream fields of a layout-2 record, checked (all of them are required)."""
+    for name, types in OPEN_FIELDS.items():
+        got = value.get(name)
+        if not isinstance(got, types) or isinstance(got, bool):
+            raise BadRecordError(f"open release: field {name!r} missing or mistyped")
+    keys, new, retired = value["keys"], value["new_keys"], value["retired"]
+    if not all(isinstance(k, str) for k in (*keys, *new, *retired)):
+        raise BadRecordError("open release: keys must be strings")
+    if len(keys) != size:
+        raise BadRecordError(f"open release: {len(keys)} keys for {size} counts")
+    if any(a >= b for a, b in zip(keys, keys[1:], strict=False)) or not set(new) <= set(keys):
+        raise BadRecordError("open release: keys must be sorted and distinct, new_keys among them")
+    exact = ("spent_exact_by_group", "delta_spent_exact_by_group")
+    if not all(isinstance(v, str) for n in exact for v in value[n].values()) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool)
+        for v in value["delta_spent_by_group"].values()
+    ):
+        raise BadRecordError("open release: spending maps malformed")
+    return {
+        "keys": tuple(keys),
+        "new_keys": tuple(new),
+        "status": value["status"],
+        "threshold": value["threshold"],
+        "retired": tuple(retired),
+        "spent_exact_by_group": {str(k): v for k, v in value["spent_exact_by_group"].items()},
+        "delta_spent_by_group": {
+            str(k): float(v) for k, v in value["delta_spent_by_group"].items()
+        },
+        "delta_spent_exact_by_group": {
+            str(k): v for k, v in value["delta_spent_exact_by_group"].items()
+        },
+    }
 
 
 def _optional_guarantee(raw: Any) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from app.stream.config import load_settings
 from app.stream.internal import Partial, Tick
 from app.stream.release import Releaser
 from app.stream.topics import load_topics
+from app.wire.releases import LABELS_SCHEMA
 from app.wire.releases import VERSION as RELEASE_SCHEMA
 from tests.stream.agent import sized_topics
 
@@ -98,7 +99,7 @@ def test_real_records_decode_and_the_crash_copy_is_dropped(tmp_path):
     assert [r.slot for r in kept] == [9, 10, 11, 12]
     assert dedup.duplicates == len(sent) - 4 >= 1
     assert dedup.conflicts == 0
-    assert all(r.schema == SCHEMA and len(r.histogram) == 2 for r in kept)
+    assert all(r.schema == LABELS_SCHEMA and len(r.histogram) == 2 for r in kept)
     assert kept[0].start_utc == "1970-01-01T00:00:09Z"
 
 

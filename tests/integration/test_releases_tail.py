@@ -122,11 +122,11 @@ def test_tail_dedups_labels_and_checks_the_schema(broker, kafka, tmp_path):
     )
     assert rows[2]["guarantee"] == GUARANTEE and rows[0]["guarantee"] is None
 
-    kafka.produce(topic, [(b"web", _record("web", 4, [1.0, 1.0, 1.0], schema=2))])
+    kafka.produce(topic, [(b"web", _record("web", 4, [1.0, 1.0, 1.0], schema=3))])
     out = _tail(broker.bootstrap, prefix, config, "--from-beginning")
     assert out.returncode == 1
     assert len(out.stdout.splitlines()) == 3  # the three readable slots, then the stop
-    assert "schema 2 is newer than this reader's 1" in out.stderr
+    assert "schema 3 is newer than this reader's 2" in out.stderr
 
 
 def test_unreachable_broker_is_one_line(tmp_path):

@@ -30,7 +30,10 @@ FULL = {
     "releases": (
         releases,
         releases.encode(
-            releases.SlotRelease("s", 1, 0.0, 1.0, (1.0,), True, "m", {}, 1, 1, 2.0, False, {})
+            releases.SlotRelease(
+                *("s", 1, 0.0, 1.0, (1.0,), True, "m", {}, 1, 2, 2.0, False, {}),
+                *(("k",), ("k",), "publish", 3, (), {}, {}, {}),
+            )
         ),
     ),
     "audit": (
@@ -38,7 +41,7 @@ FULL = {
         audit.encode(
             audit.AuditRecord(
                 *("s", 1, "m", "d", "replace", 2, "geometric", "", "publish", True, 1.0, False),
-                *(None, None, {}, {}, {}, {}, {}, {}, {}, 1, 1, {}),
+                *(None, None, {}, {}, {}, {}, {}, {}, {}, 1, 1, {}, {}, {}, {}, {}, {}),
             )
         ),
     ),

@@ -1,8 +1,9 @@
 """The bytes on the public topics, pinned: each expected value below is written by hand from the
-msgpack spec and ``docs/wire.md`` (fixmap ``0x8N``, fixstr ``0xaN``, float64 ``0xcb`` and its
-8 big-endian bytes, nil ``0xc0``, true/false ``0xc3``/``0xc2``, fixarray ``0x9N``, bin8
-``0xc4``), never produced by the code under test. A change to any of them breaks every reader
-of the topic: bump the record's ``VERSION`` instead and say how to migrate (``docs/wire.md``)."""
+msgpack spec and ``docs/wire.md`` (fixmap ``0x8N``, map16 ``0xde`` and its 2-byte size, fixstr
+``0xaN``, float64 ``0xcb`` and its 8 big-endian bytes, nil ``0xc0``, true/false
+``0xc3``/``0xc2``, fixarray ``0x9N``, bin8 ``0xc4``), never produced by the code under test. A
+change to any of them breaks every reader of the topic: bump the record's ``VERSION`` instead
+and say how to migrate (``docs/wire.md``)."""
 
 from __future__ import annotations
 
@@ -92,6 +93,35 @@ RELEASE = (
     + s("relation") + s("replace")
     + s("noise") + s("geometric")
 )  # fmt: skip
+OPEN_RELEASE = (
+    b"\xde\x00\x15"  # map16: the 13 fields of layout 1, then the 8 of an open stream
+    + s("stream") + s("urls")
+    + s("slot") + b"\x07"
+    + s("start") + f64("407a400000000000")  # 420.0
+    + s("end") + f64("407e000000000000")  # 480.0
+    + s("histogram") + b"\x92" + f64("4044800000000000") + f64("4031000000000000")  # 41, 17
+    + s("fresh") + b"\xc3"
+    + s("mechanism") + s("open_uniform")
+    + s("spent_by_group") + b"\x81" + s("strict") + f64("3fe0000000000000")  # 0.5
+    + s("version") + b"\x01"
+    + s("schema") + b"\x02"
+    + s("released_at") + f64("407f400000000000")  # 500.0
+    + s("delayed") + b"\xc2"
+    + s("guarantee") + b"\x85"
+    + s("eps") + f64("3ff0000000000000")
+    + s("w") + b"\x05"
+    + s("relation") + s("replace")
+    + s("noise") + s("geometric")
+    + s("delta") + f64("3f50624dd2f1a9fc")  # 0.001
+    + s("keys") + b"\x92" + s("/a") + s("/b")
+    + s("new_keys") + b"\x91" + s("/b")
+    + s("status") + s("publish")
+    + s("threshold") + b"\x0c"  # 12
+    + s("retired") + b"\x91" + s("/c")
+    + s("spent_exact_by_group") + b"\x81" + s("strict") + s("1/2")
+    + s("delta_spent_by_group") + b"\x81" + s("strict") + f64("3f50624dd2f1a9fc")
+    + s("delta_spent_exact_by_group") + b"\x81" + s("strict") + s("1/1000")
+)  # fmt: skip
 DEAD_LETTER = (
     b"\x86"
     + s("reason") + s("bad_time")
@@ -112,6 +142,13 @@ RELEASED = releases.SlotRelease(
     "clicks", 7, 420.0, 480.0, (3.5, -1.0), True, "pba", {"strict": 0.1}, 1, 1, 500.0, False,
     GUARANTEE,
 )  # fmt: skip
+OPEN_GUARANTEE = {**GUARANTEE, "delta": 0.001}
+OPEN_RELEASED = releases.SlotRelease(
+    "urls", 7, 420.0, 480.0, (41.0, 17.0), True, "open_uniform", {"strict": 0.5}, 1, 2, 500.0,
+    False, OPEN_GUARANTEE, keys=("/a", "/b"), new_keys=("/b",), status="publish", threshold=12,
+    retired=("/c",), spent_exact_by_group={"strict": "1/2"},
+    delta_spent_by_group={"strict": 0.001}, delta_spent_exact_by_group={"strict": "1/1000"},
+)  # fmt: skip
 
 LETTER = dead_letters.DeadLetter("bad_time", "x", "events", 0, 5, b"\x01")
 
@@ -125,6 +162,7 @@ LETTER = dead_letters.DeadLetter("bad_time", "x", "events", 0, 5, b"\x01")
         (reports.Report("loc", "lpu", 3, "publication", 7, 0, "grr", (2,)), reports.encode, REPORT),
         (requests.RequestRecord("loc", 7, 70.0, 80.0, 75.5, 60, ASK), requests.encode, REQUEST),
         (RELEASED, releases.encode, RELEASE),
+        (OPEN_RELEASED, releases.encode, OPEN_RELEASE),
         (LETTER, dead_letters.encode, DEAD_LETTER),
     ],
 )  # fmt: skip
@@ -141,6 +179,8 @@ def test_decoding_the_pinned_bytes_gives_the_records() -> None:
     )
     assert requests.decode(REQUEST) == requests.RequestRecord("loc", 7, 70.0, 80.0, 75.5, 60, ASK)
     assert releases.decode(RELEASE) == RELEASED
+    assert releases.decode(OPEN_RELEASE) == OPEN_RELEASED
+    assert OPEN_RELEASED.key_counts() == {"/a": 41.0, "/b": 17.0}
 
 
 def test_a_tombstone_is_the_default_level_both_ways() -> None:

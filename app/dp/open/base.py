@@ -1,13 +1,18 @@
 """The shared slot protocol of the open-domain mechanisms (:mod:`app.dp.open`).
 
-One slot (``step(users, keys, rng)``), in order:
+One slot, in order:
 
 1. plan the slot's spending per level (eps units, delta units) and check it on the ledger
    before any draw (:meth:`OpenMechanism._plan`);
-2. draw the slot's bounding salt from ``rng`` and bound contributions
-   (:func:`app.dp.open.bounding.bound`);
+2. bound contributions: offline, :meth:`OpenMechanism.step` draws the slot's bounding salt from
+   ``rng`` and bounds the events (:func:`app.dp.open.bounding.bound`); the service bounds at
+   ingest, per partition, with a per-slot salt of its own, and hands the bounded per-key
+   counts to :meth:`OpenMechanism.step_counts`, which is steps 1 and 3-5 (``step`` is
+   ``bound`` + ``step_counts`` on the same generator, so both run one path);
 3. split the slot's distinct keys into public ones (their true counts, 0 for the public keys
-   nobody sent) and new candidates (true count >= 1);
+   nobody sent) and new candidates (true count >= 1), in the keys' canonical (hash, string)
+   order (:func:`app.dp.open.bounding.distinct_keys`): the noise a key gets never depends on
+   how the counts reached the mechanism (one batch, or partitions merged in any order);
 4. the subclass noises the public counts and selects new keys (:meth:`OpenMechanism._slot`);
 5. record what was spent; the public keys' released counts settle their quiet streaks
    (retiring the quiet ones), and the selected keys become public.
@@ -32,12 +37,12 @@ from app.dp import validate
 from app.dp.budget import exact
 from app.dp.errors import ParameterError
 from app.dp.mechanism import Mechanism
-from app.dp.open.bounding import Bounded, bound
+from app.dp.open.bounding import Bounded, bound, merge_counts
 from app.dp.open.ledger import Level, OpenLedger, levels
 from app.dp.open.public import Keys, PublicKeys
-from app.dp.open.release import OpenRelease
+from app.dp.open.release import OpenRelease, OpenWindowSpend
 from app.dp.open.threshold import rate, threshold
-from app.dp.types import IntArray, Status
+from app.dp.types import IntArray, Status, WindowSpend
 
 SHARE = 1 << 40
 """One ledger share ``eps_i / (2 w_i)`` (or ``delta_i / (2 w_i)``) in units (app.dp.budget)."""
@@ -146,15 +151,32 @@ class OpenMechanism(Mechanism):
     def step(
         self, users: npt.ArrayLike, keys: npt.ArrayLike, rng: np.random.Generator
     ) -> OpenRelease:
-        """Release one slot from its events: ``users[i]`` sent ``keys[i]`` (not modified)."""
-        t = self.t + 1
-        plan = self._plan(t)
+        """Release one slot from its events: ``users[i]`` sent ``keys[i]`` (not modified).
+
+        The plan is checked before the salt is drawn, so a refused slot draws nothing."""
+        plan = self._plan(self.t + 1)
         self.ledger.ensure(plan.eps, plan.delta)  # 1. check before any draw
         salt = int(rng.integers(0, 2**63))  # 2. bound
         bounded: Bounded = bound(users, keys, self.max_keys, salt, self.max_key_chars)
-        public, hit = self.public.match(bounded.keys, bounded.counts)  # 3. split
-        new_keys: Keys = bounded.keys[~hit]
-        out = self._slot(t, public, bounded.counts[~hit], rng)  # 4. decide
+        return self.step_counts(bounded.keys, bounded.counts, rng)
+
+    def step_counts(
+        self, keys: npt.ArrayLike, counts: npt.ArrayLike, rng: np.random.Generator
+    ) -> OpenRelease:
+        """Release one slot from its *bounded* counts: ``counts[i]`` users kept ``keys[i]``.
+
+        The caller bounded the slot (each user at most ``max_keys`` distinct keys, each once;
+        :func:`app.dp.open.bounding.bound`): the privacy argument of the class holds for these
+        counts only. A key may appear several times (partials of several partitions, rows of
+        several levels): its counts are summed. Keys with a zero total are dropped (a public
+        key's zero is filled in by the public set). Inputs are not modified."""
+        t = self.t + 1
+        plan = self._plan(t)
+        self.ledger.ensure(plan.eps, plan.delta)  # 1. check before any draw
+        distinct, totals = merge_counts(keys, counts, self.max_key_chars)
+        public, hit = self.public.match(distinct, totals)  # 3. split
+        new_keys: Keys = distinct[~hit]
+        out = self._slot(t, public, totals[~hit], rng)  # 4. decide
         self.ledger.record(out.spent.eps, out.spent.delta)  # 5. record, settle, admit
         self.t = t
         old_keys = self.public.keys
@@ -182,6 +204,15 @@ class OpenMechanism(Mechanism):
     def spent(self) -> list[tuple[Fraction, Fraction]]:
         """Per level, (eps, delta) spent in the window of ``w`` slots ending at the last slot."""
         return [self.ledger.spent(i) for i in range(len(self.levels))]
+
+    def window_report(self) -> list[WindowSpend]:
+        """Per level, the eps and the delta spent in its window of ``w`` slots ending at the
+        last slot (:class:`OpenWindowSpend`: the service's budget views show both)."""
+        out: list[WindowSpend] = []
+        for i, level in enumerate(self.levels):
+            eps, delta = self.ledger.spent(i)
+            out.append(OpenWindowSpend(level.w, level.eps, eps, level.delta, delta))
+        return out
 
     def share(self) -> Fraction:
         """``selection_share`` as the exact decimal the operator wrote."""

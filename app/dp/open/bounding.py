@@ -157,3 +157,36 @@ def kept_pairs(
     rank = position - np.maximum.accumulate(np.where(starts, position, 0))
     kept = rank < max_keys
     return distinct, users_of[user[kept]], index[kept], int((~kept).sum())
+
+
+def merge_counts(
+    keys: npt.ArrayLike, counts: npt.ArrayLike, max_key_chars: int = 256
+) -> tuple[npt.NDArray[np.str_], IntArray]:
+    """Bounded per-key counts (``counts[i]`` users kept ``keys[i]``; a key may repeat, e.g. one
+    partial per partition) summed per distinct key, in the canonical (hash, string) order of
+    :func:`distinct_keys`; keys whose total is 0 are left out. Inputs unchanged.
+
+    The order is that of :func:`bound`'s output, so merging what :func:`bound` returned gives
+    it back unchanged, and it never depends on the order the counts came in:
+
+    >>> b = bound(np.array([1, 2, 3]), np.array(["x", "y", "x"]), max_keys=1, salt=0)
+    >>> keys, totals = merge_counts(b.keys, b.counts)
+    >>> keys.tolist() == b.keys.tolist() and totals.tolist() == b.counts.tolist()
+    True
+    >>> merge_counts(["y", "x", "y", "z"], [1, 2, 3, 0])[1].tolist() == [
+    ...     {"x": 2, "y": 4}[k] for k in merge_counts(["x", "y"], [1, 1])[0].tolist()]
+    True
+    """
+    k = np.asarray(keys, dtype=np.str_).ravel()
+    c = np.asarray(counts).ravel()
+    if k.shape != c.shape:
+        raise ParameterError(f"keys and counts must align, got {k.size} and {c.size} entries")
+    if c.size and (c.dtype.kind not in "iu" or int(c.min()) < 0):
+        raise ParameterError("counts must be non-negative integers (users who kept each key)")
+    if k.size and int(np.char.str_len(k).max()) > max_key_chars:
+        raise ParameterError(f"keys must have at most max_key_chars={max_key_chars} characters")
+    distinct, index, _ = distinct_keys(k)
+    totals = np.zeros(distinct.size, dtype=np.int64)
+    np.add.at(totals, index, c.astype(np.int64))
+    present = totals > 0
+    return distinct[present], totals[present]

@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from app.dp.types import IntArray, Status
+from app.dp.types import FloatArray, IntArray, Status, WindowSpend
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -67,3 +67,22 @@ class OpenRelease:
     def histogram(self) -> dict[str, int]:
         """The release as a key -> count map."""
         return dict(zip(self.keys, (int(c) for c in self.counts), strict=True))
+
+    @property
+    def spent(self) -> FloatArray:
+        """``eps_spent`` as floats, per level (what the service's metrics add up)."""
+        return np.array([float(x) for x in self.eps_spent], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class OpenWindowSpend(WindowSpend):
+    """A level's window spending with its delta: ``spent`` eps of ``eps`` and
+    ``delta_spent`` of ``delta`` in the ``w`` slots ending at the last slot (both exact)."""
+
+    delta: float = 0.0
+    delta_spent: Fraction = Fraction(0)
+
+    @property
+    def delta_fraction(self) -> float:
+        """``delta_spent / delta``: 1.0 when the window's delta is exhausted."""
+        return float(self.delta_spent / Fraction(repr(self.delta)))

@@ -12,6 +12,8 @@ from typing import Any
 
 from app.dp.interfaces import RoundDriven, as_round
 from app.dp.mechanism import Mechanism
+from app.dp.open import Level as OpenLevel
+from app.dp.open import OpenMechanism, OpenPBA, OpenUniform
 from app.dp.registry import get
 from app.dp.types import Group
 from app.dp.units import UnitBound
@@ -22,6 +24,10 @@ from app.stream.slots import SlotClock
 DEFAULT_STREAMS = Path(__file__).parents[1] / "default_streams.yaml"
 NEIGHBOURS = ("replace", "add-remove")
 """The neighbouring relations a stream may protect (see :attr:`StreamConfig.neighbours`)."""
+DOMAINS = ("labels", "open")
+"""A stream's domain: listed labels (``labels`` / ``d``), or ``open`` (any key, issue 36)."""
+OPEN_MECHANISMS: dict[str, type[OpenMechanism]] = {c.name: c for c in (OpenUniform, OpenPBA)}
+"""The mechanisms an open-domain stream may name (:mod:`app.dp.open`, not in the registry)."""
 
 
 class Secret:
@@ -73,6 +79,9 @@ class Level:
     w: int
     eps: float
     population: int = DEFAULT_POPULATION
+    delta: float = 0.0
+    """Open-domain streams: the window's delta besides ``eps`` (``(eps, delta)``-DP over any
+    ``w`` slots, at most :data:`app.dp.open.MAX_DELTA`); 0 for a labels stream."""
 
     @property
     def group(self) -> Group:
@@ -132,6 +141,17 @@ class StreamConfig:
     """Set at load: local mode's registered users (indices ``0 .. users - 1``), as the stream's
     mechanism states them (:attr:`app.dp.interfaces.RoundDriven.users`); 0 for central
     streams."""
+    domain: str = "labels"
+    """``labels`` (the listed :attr:`labels`), or ``open``: an event's value is any key, a
+    non-empty string of at most :attr:`max_key_chars` characters, and :attr:`labels` is
+    empty (:attr:`is_open`; docs/open-domain.md)."""
+    max_keys: int = 1
+    """Open streams: distinct keys a user contributes per slot (the collect stage keeps each
+    user's ``max_keys`` keys of smallest keyed-hash score, :mod:`app.stream.collect.open_keys`)."""
+    max_key_chars: int = 256
+    """Open streams: the longest key; a longer one is dead-lettered ``key_too_long``."""
+    retire_after: int = 16
+    """Open streams: a public key retires after this many releases below the threshold."""
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -144,6 +164,11 @@ class StreamConfig:
     def local(self) -> bool:
         return self.mode == "local"
 
+    @property
+    def is_open(self) -> bool:
+        """Whether the stream's domain is open (keys nobody listed, ``domain: open``)."""
+        return self.domain == "open"
+
     @functools.cached_property
     def slots(self) -> SlotClock:
         """The stream's slot clock (the one place slot arithmetic lives)."""
@@ -152,9 +177,11 @@ class StreamConfig:
     @property
     def sensitivity(self) -> int:
         """L1 change of one slot's histogram by one user under :attr:`neighbours`: the user's
-        ``max_values`` counts added or removed, or (``replace``) moved to other cells. A sum
-        stream's mechanism multiplies it by :attr:`alpha` (``Delta = alpha * sensitivity``)."""
-        return self.max_values * (2 if self.neighbours == "replace" else 1)
+        ``max_values`` counts (an open stream's ``max_keys``) added or removed, or
+        (``replace``) moved to other cells. A sum stream's mechanism multiplies it by
+        :attr:`alpha` (``Delta = alpha * sensitivity``)."""
+        per_user = self.max_keys if self.is_open else self.max_values
+        return per_user * (2 if self.neighbours == "replace" else 1)
 
     @property
     def sums(self) -> bool:
@@ -183,7 +210,10 @@ class StreamConfig:
         return self.slots.slot_of(at)
 
     def build_mechanism(self) -> Mechanism:
-        """A fresh mechanism for this stream, built through the registry."""
+        """A fresh mechanism for this stream, built through the registry (an open stream's:
+        :meth:`build_open`)."""
+        if self.is_open:
+            return self.build_open()
         params = dict(self.params)
         if not self.local:
             params.update(noise=self.noise, sensitivity=self.sensitivity)
@@ -193,12 +223,27 @@ class StreamConfig:
             params.update(alpha=self.alpha)
         return get(self.mechanism).for_stream(self.d, self.groups, **params)
 
+    def build_open(self) -> OpenMechanism:
+        """A fresh mechanism of a ``domain: open`` stream (:data:`OPEN_MECHANISMS`): its levels
+        ``(w, eps, delta)``, the population of all levels together, ``max_keys``, the
+        neighbouring relation (``replace``: each kept key moves on both sides, sensitivity 2),
+        ``retire_after``, ``max_key_chars`` and the mechanism's own ``params``."""
+        return OPEN_MECHANISMS[self.mechanism](
+            levels=[OpenLevel(lv.w, lv.eps, lv.delta) for lv in self.levels],
+            population=sum(lv.population for lv in self.levels),
+            max_keys=self.max_keys,
+            sensitivity=2 if self.neighbours == "replace" else 1,
+            retire_after=self.retire_after,
+            max_key_chars=self.max_key_chars,
+            **self.params,
+        )
+
     @property
     def period(self) -> bool:
         """Whether the stream's mechanism releases whole periods (:mod:`app.dp.period`): the
         central driver then steps it as :class:`~app.dp.interfaces.PeriodStepped`, else as
         :class:`~app.dp.interfaces.SlotStepped`."""
-        return not self.local and get(self.mechanism).kind == "period"
+        return not self.local and not self.is_open and get(self.mechanism).kind == "period"
 
     def build_local(self) -> RoundDriven:
         """A fresh mechanism of a ``mode: local`` stream, as the local driver drives it."""

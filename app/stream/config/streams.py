@@ -78,6 +78,10 @@ Streams that count the same users form a privacy unit (the file's ``privacy:`` s
 default one unit of all central streams): every stream carries the unit's bound on what one
 user can lose across them in an interval (:mod:`app.stream.config.units`).
 
+An open-domain stream (``domain: open``: keys nobody listed, each event's ``value`` the key)
+takes ``max_keys``, ``max_key_chars``, ``retire_after``, a ``delta`` per level and the
+mechanism ``open_uniform`` or ``open_pba`` instead of labels: :mod:`app.stream.config.open`.
+
 Per-stream scalars can be overridden by environment variables
 ``DPSTREAM_STREAM_<ID>_<FIELD>`` (``<ID>`` upper-cased, non-alphanumerics as ``_``; ``<FIELD>``
 one of the keys of :data:`OVERRIDABLE`).
@@ -102,9 +106,18 @@ from app.dp.registry import get, names
 from app.stream.config.graph import MECHANISM_GRAPH_PARAMS, parse_graph
 from app.stream.config.model import (
     DEFAULT_POPULATION,
+    DOMAINS,
     NEIGHBOURS,
+    OPEN_MECHANISMS,
     Level,
     StreamConfig,
+)
+from app.stream.config.open import (
+    DEFAULT_MECHANISM,
+    OPEN_DEFAULTS,
+    OPEN_KEYS,
+    check_labels,
+    check_open,
 )
 from app.stream.config.units import with_units
 from app.stream.errors import ConfigError
@@ -134,10 +147,11 @@ STREAM_KEYS = frozenset(
     {"id", "labels", "d", "mode", "levels", "default_level", "graph", "sum"}
     | {"accept_weaker_guarantee"}
     | set(OVERRIDABLE.values())
+    | OPEN_KEYS
 )
 SUM_KEYS = frozenset({"alpha"})
 MECHANISM_KEYS = frozenset({"name", "noise", "params"})
-LEVEL_KEYS = frozenset({"name", "w", "eps", "population"})
+LEVEL_KEYS = frozenset({"name", "w", "eps", "population", "delta"})
 BOUNDS: dict[str, tuple[float, float]] = {
     "d": (1, 10_000),
     "w": (1, 10_000),
@@ -151,6 +165,10 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "round_s": (0.01, 86_400.0),
     "max_values": (1, 1_000),
     "alpha": (1e-6, 1e9),
+    "delta": (0.0, 1.0),  # an open stream's mechanism refuses more than 1e-3 (MAX_DELTA)
+    "max_keys": (1, 1_000),
+    "max_key_chars": (1, 4_096),
+    "retire_after": (1, 1_000_000),
 }
 """Inclusive ``(low, high)`` of every bounded field. ``eps`` is bounded where the samplers stay
 exact (``exp(-eps)`` stays a normal double): beyond a few units it protects nothing, but tests
@@ -247,7 +265,10 @@ def _level(where: str, raw: Any) -> Level:
     if isinstance(pop_raw, bool) or not isinstance(pop_raw, int):
         raise ConfigError(f"{where}.population must be an integer, got {pop_raw!r}")
     population = int(number(f"{where}.population", pop_raw, "population", integer=True))
-    return Level(raw["name"], w, eps, population)
+    if isinstance(raw.get("delta"), str):
+        raise ConfigError(f"{where}.delta must be a number, not the string {raw.get('delta')!r}")
+    delta = number(f"{where}.delta", raw.get("delta", 0.0), "delta")
+    return Level(raw["name"], w, eps, population, delta)
 
 
 def _levels(where: str, raw: Mapping[str, Any]) -> tuple[tuple[Level, ...], int]:
@@ -278,6 +299,7 @@ def _levels(where: str, raw: Mapping[str, Any]) -> tuple[tuple[Level, ...], int]
         max(lv.w for lv in levels),
         min(lv.eps for lv in levels),
         DEFAULT_POPULATION,
+        min(lv.delta for lv in levels),
     )
     return (*levels, strictest), len(levels)
 
@@ -314,9 +336,9 @@ def _stream_id(raw: Any, where: str) -> str:
     return sid
 
 
-def _mechanism_entry(where: str, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``mechanism:`` mapping (a bare name is ``{name: ...}``; default PBA)."""
-    mech_raw = raw.get("mechanism", {"name": "pba"})
+def _mechanism_entry(where: str, raw: Mapping[str, Any], default: str) -> dict[str, Any]:
+    """The ``mechanism:`` mapping (a bare name is ``{name: ...}``; default ``default``)."""
+    mech_raw = raw.get("mechanism", {"name": default})
     if isinstance(mech_raw, str):
         mech_raw = {"name": mech_raw}
     if not isinstance(mech_raw, dict):
@@ -332,7 +354,7 @@ def _values(
     values = {key: raw.get(key, default) for key, default in DEFAULTS.items()}
     if mode == "local":
         values["release_timeout_s"] = raw.get("release_timeout_s", LOCAL_RELEASE_TIMEOUT_S)
-    values.update(mechanism=mech_raw.get("name", "pba"), noise=mech_raw.get("noise", "geometric"))
+    values.update(mechanism=mech_raw.get("name"), noise=mech_raw.get("noise", "geometric"))
     try:
         slot_s = float(values["slot_s"] or 0)
     except (TypeError, ValueError):  # parse_stream refuses it, naming the field
@@ -349,6 +371,8 @@ def _params(where: str, mech_raw: Mapping[str, Any], mechanism: str) -> dict[str
     params = mech_raw.get("params", {}) or {}
     if not isinstance(params, dict):
         raise ConfigError(f"{where}.mechanism.params must be a mapping, got {params!r}")
+    if mechanism in OPEN_MECHANISMS:
+        return params
     if get(mechanism).kind == "graph" and MECHANISM_GRAPH_PARAMS & set(map(str, params)):
         raise ConfigError(f"{where}.mechanism.params: name the graph and n under `graph:`")
     return params
@@ -362,17 +386,31 @@ def parse_stream(
     sid = _stream_id(raw, where)
     where = f"{where}[{sid}]"
     _keys(where, raw, STREAM_KEYS)
-    mech_raw = _mechanism_entry(where, raw)
+    domain = _choice(f"{where}.domain", raw.get("domain", "labels"), DOMAINS)
+    is_open = domain == "open"
+    mech_raw = _mechanism_entry(where, raw, DEFAULT_MECHANISM if is_open else "pba")
     mode = _choice(f"{where}.mode", raw.get("mode", "central"), MODES)
     values = _values(raw, mode, mech_raw, sid, env)
-    kinds = ("local",) if mode == "local" else CENTRAL_KINDS
-    allowed = tuple(n for kind in kinds for n in names(kind))
+    if is_open:
+        check_open(where, raw, mode, values["noise"])
+        allowed = tuple(OPEN_MECHANISMS)
+    else:
+        check_labels(where, raw)
+        kinds = ("local",) if mode == "local" else CENTRAL_KINDS
+        allowed = tuple(n for kind in kinds for n in names(kind))
     mechanism = _choice(f"{where}.mechanism.name", values["mechanism"], allowed)
     params = _params(where, mech_raw, mechanism)
     levels, default = _levels(where, raw)
-    labels = _labels(where, raw)
-    graph = parse_graph(f"{where}.graph", raw.get("graph"), mechanism, labels, base_dir or Path())
-    alpha = _alpha(where, raw.get("sum"), mode, mechanism, params)
+    labels = () if is_open else _labels(where, raw)
+    graph, alpha = None, None
+    if not is_open:
+        base = base_dir or Path()
+        graph = parse_graph(f"{where}.graph", raw.get("graph"), mechanism, labels, base)
+        alpha = _alpha(where, raw.get("sum"), mode, mechanism, params)
+    max_keys, max_key_chars, retire_after = (
+        int(number(f"{where}.{key}", raw.get(key, value), key, integer=True))
+        for key, value in OPEN_DEFAULTS.items()
+    )
     stream = StreamConfig(
         id=sid,
         labels=labels,
@@ -399,6 +437,10 @@ def parse_stream(
         accept_weaker_guarantee=_flag(
             f"{where}.accept_weaker_guarantee", raw.get("accept_weaker_guarantee", False)
         ),
+        domain=domain,
+        max_keys=max_keys,
+        max_key_chars=max_key_chars,
+        retire_after=retire_after,
     )
     if stream.local and stream.max_values != 1:
         raise ConfigError(f"{where}.max_values: local streams take one value per report")
@@ -451,7 +493,7 @@ def _check_grid(stream: StreamConfig) -> None:
     slots (``M = w U``, ``n / S = 2 sqrt(keep d / w) / s``). So no value passes
     ``128 U max(d, 2 w sqrt(d), w^2) / s`` steps; that figure is checked, with the grid's own
     factor-two rounding on top."""
-    if get(stream.mechanism).kind != "period" or stream.noise != "geometric":
+    if not stream.period or stream.noise != "geometric":
         return
     w, d = max(lv.w for lv in stream.levels), stream.d
     users = sum(lv.population for lv in stream.levels) * stream.max_values

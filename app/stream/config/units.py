@@ -56,10 +56,14 @@ def _mapping(where: str, raw: Any, allowed: frozenset[str]) -> Mapping[str, Any]
 def stream_term(stream: StreamConfig, interval_s: float) -> StreamTerm:
     """What one user can lose in ``stream`` in an interval of ``interval_s`` seconds."""
     slots = slots_touched(Fraction(str(interval_s)), Fraction(str(stream.slot_s)))
-    mechanism = stream.build_mechanism()
-    pairs = [(spend.w, spend.eps) for spend in mechanism.window_report()]
     relation = "replace" if stream.local else stream.neighbours
-    loss = stream_loss(slots, pairs, stream.default_level, mechanism.ledger_per_group())
+    if stream.is_open:  # a ledger per level, each within its (w, eps) (app.dp.open.ledger)
+        pairs, per_group = [(lv.w, lv.eps) for lv in stream.levels], True
+    else:
+        mechanism = stream.build_mechanism()
+        pairs = [(spend.w, spend.eps) for spend in mechanism.window_report()]
+        per_group = mechanism.ledger_per_group()
+    loss = stream_loss(slots, pairs, stream.default_level, per_group)
     loss *= relation_factor(relation)
     return StreamTerm(stream.id, slots, loss)
 
