@@ -213,6 +213,13 @@ def register(subparsers: Any) -> None:
     )
     t.add_argument("--json", action="store_true", help="one JSON object per slot")
     t.add_argument(
+        "--top",
+        type=int,
+        default=10,
+        metavar="K",
+        help="open-domain streams: the K keys of largest released count per slot (default 10)",
+    )
+    t.add_argument(
         "--wide",
         action="store_true",
         help="the whole slot per line: labels, start and end, mechanism, budget spent "
