@@ -8,8 +8,10 @@ registry that ``/metrics`` serves only when the operator opts in
 (``DPSTREAM_EXPOSE_DATA_COUNTS=true``; off by default and in the chart). Late data shows
 without them: :data:`LATE_SLOTS` counts, per stream, the slots in which any value was dropped
 late (one bit per slot and worker, never how many values or users), and :data:`LATE_PARTIALS`
-the partitions' partials whose values the release stage discarded. The Grafana dashboard and
-the alert rules query only names defined here; ``tests/deploy`` checks that.
+the partitions' partials whose values the release stage discarded. The open-domain streams'
+contribution bound shows the same way: :data:`CLIPPED_SLOTS`, one bit per slot and worker. The
+Grafana dashboard and the alert rules query only names defined here; ``tests/deploy`` checks
+that.
 
 Label conventions: ``stream`` is the stream id; ``level`` is the requirement level's name.
 """
@@ -131,6 +133,14 @@ LATE_PARTIALS = Counter(
     "Partitions' slot partials whose values were discarded: they arrived after their slot was "
     "released and their values are not the ones the release holds (a replay of the released "
     "content, an empty partial or one older than the stream's start is not counted).",
+    ["stream"],
+    registry=REGISTRY,
+)
+CLIPPED_SLOTS = Counter(
+    "dpstream_clipped_slots",
+    "Slots of an open-domain stream in which this worker's contribution bound dropped a value "
+    "(some user sent more than max_keys distinct keys); each slot counts once per worker. It "
+    "says which slots were bounded, never how many values or users.",
     ["stream"],
     registry=REGISTRY,
 )

@@ -51,11 +51,13 @@ app.stream.internal.InternalError: not an internal message: no kind
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
+import numpy as np
+import numpy.typing as npt
 
 MAX_ID = 256
 """Longest stream id or round name a message may carry (characters)."""
@@ -70,6 +72,9 @@ MAX_KEY_CHARS = 4096
 this)."""
 MAX_CHUNKS = 1 << 16
 """Most chunks one open partial may be split in (:attr:`OpenPartial.chunks`)."""
+OPEN_CHUNK_BYTES = 512 << 10
+"""About the most bytes of keys and counts one :class:`OpenPartial` carries (half the Kafka
+producer's default request limit): :func:`open_partials` splits a slot past it in chunks."""
 MAX_COUNT = 2**53
 """Largest count or sum a message may claim: exact as a float64, and any sum of
 :data:`MAX_PARTITIONS` of them fits an int64."""
@@ -151,6 +156,47 @@ class OpenPartial:
                 "chunks": self.chunks,
             }
         )
+
+
+def open_partials(
+    stream: str,
+    slot: int,
+    partition: int,
+    partitions: int,
+    keys: Sequence[str],
+    counts: npt.ArrayLike,
+    groups: int,
+) -> list[OpenPartial]:
+    """One partition's closed slot of an open stream as :class:`OpenPartial` chunks: ``keys``
+    sorted and distinct, ``counts`` their ``groups x len(keys)`` matrix. A chunk holds keys
+    and counts of about :data:`OPEN_CHUNK_BYTES` at most (a key's UTF-8 bytes and a header,
+    9 bytes per count), so no message passes the producer's limit; an empty slot is one chunk.
+
+    >>> [len(p.keys) for p in open_partials("s", 1, 0, 1, ["a", "b"], [[1, 2]], 1)]
+    [2]
+    >>> open_partials("s", 1, 0, 1, [], [], 2)[0].counts
+    []
+    """
+    cells = np.asarray(counts, dtype=np.int64).reshape(groups, len(keys))
+    if not keys:
+        return [OpenPartial(stream, slot, partition, partitions, (), [])]
+    size = np.fromiter(map(len, map(str.encode, keys)), dtype=np.int64, count=len(keys))
+    chunk = np.cumsum(size + 5 + 9 * groups) // OPEN_CHUNK_BYTES  # non-decreasing, no gap
+    bounds = [0, *(np.flatnonzero(np.diff(chunk)) + 1).tolist(), len(keys)]
+    chunks = len(bounds) - 1
+    return [
+        OpenPartial(
+            stream,
+            slot,
+            partition,
+            partitions,
+            tuple(keys[a:b]),
+            cells[:, a:b].reshape(-1).tolist(),
+            i,
+            chunks,
+        )
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))
+    ]
 
 
 @dataclass(frozen=True)

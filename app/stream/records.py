@@ -17,9 +17,11 @@ import msgpack
 
 from app.dp import registry
 from app.dp.local.wire import CollectionRequest
+from app.dp.open import OpenRelease
+from app.dp.open.release import OpenWindowSpend
 from app.dp.types import Release, WindowSpend
 from app.dp.wn import wn_neighbours
-from app.stream.config import StreamConfig
+from app.stream.config import Level, StreamConfig
 from app.wire import audit, dead_letters, preferences, releases, reports, requests
 from app.wire.errors import REASONS
 from app.wire.events import Domain
@@ -118,9 +120,19 @@ def guarantee(stream: StreamConfig) -> dict[str, Any]:
     out.pop("neighbours", None)  # named ``relation`` here
     if stream.alpha is not None:
         out["alpha"] = stream.alpha
+    if stream.is_open:
+        out["delta"] = default.delta
     if len(stream.levels) > 1:
         out["default_level"] = default.name
-        out["levels"] = {lv.name: {"eps": lv.eps, "w": lv.w} for lv in stream.levels}
+        out["levels"] = {lv.name: _level_guarantee(stream, lv) for lv in stream.levels}
+    return out
+
+
+def _level_guarantee(stream: StreamConfig, level: Level) -> dict[str, Any]:
+    """A level in a ``guarantee``: its ``eps`` and ``w``, and an open stream's ``delta``."""
+    out: dict[str, Any] = {"eps": level.eps, "w": level.w}
+    if stream.is_open:
+        out["delta"] = level.delta
     return out
 
 
@@ -194,6 +206,88 @@ def encode_release(
         spent_exact_by_group=None
         if rel.spent_exact is None
         else {n: _exact(x) for n, x in zip(names, rel.spent_exact, strict=True)},
+    )
+    recent = [*recent, [slot, bool(rel.fresh), rel.status, spent]][-RECENT:]
+    return releases.encode(record), audit.encode(entry), recent
+
+
+def encode_open_release(
+    stream: StreamConfig,
+    slot: int,
+    rel: OpenRelease,
+    describe: str,
+    window: list[WindowSpend],
+    recent: list[Any],
+    released_at: float | None = None,
+    deployment: str = "",
+) -> tuple[bytes, bytes, list[Any]]:
+    """The ``releases`` (layout 2: a key -> count map) and ``audit`` values of one released
+    slot of an open-domain stream, and the ledger's new list of recent releases (``window``:
+    per level, the :class:`~app.dp.open.release.OpenWindowSpend` after this slot).
+
+    Every figure is public: noisy counts of released keys, the keys themselves (selected
+    through the noisy threshold, or public before), the threshold, and budgets that follow
+    from the configuration and released decisions; never a true count, nor how many keys,
+    users or dropped contributions the slot had."""
+    names = stream.level_names
+    spent = {n: float(x) for n, x in zip(names, rel.eps_spent, strict=True)}
+    delta = {n: float(x) for n, x in zip(names, rel.delta_spent, strict=True)}
+    exact_eps = {n: _exact(x) for n, x in zip(names, rel.eps_spent, strict=True)}
+    exact_delta = {n: _exact(x) for n, x in zip(names, rel.delta_spent, strict=True)}
+    released_at = float(time.time() if released_at is None else released_at)
+    record = releases.SlotRelease(
+        stream=stream.id,
+        slot=slot,
+        start=stream.slots.start(slot),
+        end=stream.slots.end(slot),
+        histogram=tuple(float(x) for x in rel.counts),
+        fresh=bool(rel.fresh),
+        mechanism=rel.mechanism,
+        spent_by_group=spent,
+        version=rel.version,
+        schema=releases.OPEN_SCHEMA,
+        released_at=released_at,
+        delayed=False,
+        guarantee=guarantee(stream),
+        keys=rel.keys,
+        new_keys=tuple(k for k, new in zip(rel.keys, rel.new, strict=True) if new),
+        status=rel.status,
+        threshold=rel.threshold,
+        retired=rel.retired,
+        spent_exact_by_group=exact_eps,
+        delta_spent_by_group=delta,
+        delta_spent_exact_by_group=exact_delta,
+    )
+    levels = list(zip(names, window, stream.levels, strict=True))
+    windows = {n: w for n, w, _ in levels if isinstance(w, OpenWindowSpend)}
+    entry = audit.AuditRecord(
+        stream=stream.id,
+        slot=slot,
+        mechanism=rel.mechanism,
+        describe=describe,
+        neighbours=stream.neighbours,
+        spatial_n=None,
+        noise=stream.noise,
+        deployment=deployment,
+        status=rel.status,
+        fresh=bool(rel.fresh),
+        released_at=released_at,
+        delayed=False,
+        weaker_guarantee=stream.weaker_guarantee,
+        privacy_unit=stream.unit.as_json() if stream.unit else None,
+        spent_by_group=spent,
+        spent_dc_by_group={},  # one total per level: selection, dissimilarity, publication
+        spent_pub_by_group={},
+        window_spent_by_group={n: float(w.spent) for n, w, _ in levels},
+        window_spent_exact_by_group={n: _exact(w.spent) for n, w, _ in levels},
+        eps_by_group={n: w.eps for n, w, _ in levels},
+        w_by_group={n: w.w for n, w, _ in levels},
+        spent_exact_by_group=exact_eps,
+        delta_by_group={n: lv.delta for n, _, lv in levels},
+        delta_spent_by_group=delta,
+        delta_spent_exact_by_group=exact_delta,
+        window_delta_spent_by_group={n: float(w.delta_spent) for n, w in windows.items()},
+        window_delta_spent_exact_by_group={n: _exact(w.delta_spent) for n, w in windows.items()},
     )
     recent = [*recent, [slot, bool(rel.fresh), rel.status, spent]][-RECENT:]
     return releases.encode(record), audit.encode(entry), recent

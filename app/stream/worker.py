@@ -215,9 +215,9 @@ def build(
             reasons.append("rebalancing")
         reasons += list(releaser.failed.values())
         reasons += releaser.guard.reasons(now)
-        reasons += releaser.central.reasons(now)
+        reasons += releaser.reasons(now)
         reasons += lagging(
-            settings, now, releaser.next_slots(), releaser.central.lag, releaser.publisher.next_slot
+            settings, now, releaser.next_slots(), releaser.lag, releaser.publisher.next_slot
         )
         return "; ".join(reasons)
 

@@ -25,6 +25,7 @@ INTERNAL = {
 TABLES = {
     "stream/release/entry.py": "the ledger changelog table",
     "stream/release/central.py": "the slots changelog table",
+    "stream/release/open.py": "the slots changelog table (open-domain slots' key counts)",
     "verify/levels.py": "reads the levels changelog table",
 }
 """Modules that may use ``app.stream.records.pack``/``unpack``, and on which table."""

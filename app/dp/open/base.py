@@ -36,6 +36,7 @@ import numpy.typing as npt
 from app.dp import validate
 from app.dp.budget import exact
 from app.dp.errors import ParameterError
+from app.dp.interfaces import GraphWindow, LevelUse, PopulationWindow
 from app.dp.mechanism import Mechanism
 from app.dp.open.bounding import Bounded, bound, merge_counts
 from app.dp.open.ledger import Level, OpenLedger, levels
@@ -213,6 +214,16 @@ class OpenMechanism(Mechanism):
             eps, delta = self.ledger.spent(i)
             out.append(OpenWindowSpend(level.w, level.eps, eps, level.delta, delta))
         return out
+
+    # the optional views of the service's ledger views (app.dp.interfaces.LedgerView): none
+    def level_use(self) -> LevelUse | None:
+        return None
+
+    def population_window(self) -> PopulationWindow | None:
+        return None
+
+    def graph_window(self) -> GraphWindow | None:
+        return None
 
     def share(self) -> Fraction:
         """``selection_share`` as the exact decimal the operator wrote."""

@@ -45,6 +45,14 @@ the partition, so committing it and replaying from it after a crash rebuilds exa
 slots (events of closed slots met during the replay are re-emitted as partials the release
 agent ignores, because it keeps the first partial per slot and partition).
 
+Open-domain streams (``domain: open``): an event's value is a key, and each open slot keeps
+each user's ``max_keys`` kept keys (:class:`~app.stream.collect.open_keys.OpenKeys`: the
+keyed-hash bound, salted per slot with the deployment's noise key, so a replay keeps the same
+keys). An event is ``accepted`` (a pair kept when it came), ``duplicate`` (a pair repeated
+within its batch) or ``clipped`` (dropped by the bound when it came); a slot closes into
+:class:`~app.stream.internal.OpenPartial` chunks, the kept keys' counts per group. That a slot
+dropped something to the bound is the one-bit signal :attr:`Collector.clipped_slots`.
+
 Partitioning: a user's events must all reach the partition its key hashes to
 (:mod:`app.stream.collect.partitioning`); an event keyed by someone else, or found in another
 partition, is refused (``key_mismatch``, ``wrong_partition``), so one value per user per slot
@@ -64,12 +72,15 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from app.stream.collect.first_values import FirstValues
+from app.dp.open.salt import slot_salt
+from app.stream.collect.first_values import FirstValues, digests
+from app.stream.collect.open_keys import OUTCOMES, OpenKeys
 from app.stream.collect.partitioning import partition_for, partitions_of
 from app.stream.collect.preferences import History, Preferences
 from app.stream.collect.watermark import EventClocks
 from app.stream.config import StreamConfig
-from app.stream.internal import Partial
+from app.stream.errors import ConfigError
+from app.stream.internal import OpenPartial, Partial, open_partials
 from app.wire.errors import BadEvent
 from app.wire.events import Domain, EventBatch, decode_batch
 
@@ -85,7 +96,8 @@ class PartitionSlots:
     """Open slots and progress of one events partition."""
 
     buckets: dict[tuple[str, int], Any] = field(default_factory=dict)
-    """Per open slot: :class:`FirstValues`, or for other streams a dict ``user -> values``."""
+    """Per open slot: :class:`FirstValues`, an open stream's :class:`OpenKeys`, or for other
+    streams a dict ``user -> values``."""
     min_offset: dict[tuple[str, int], int] = field(default_factory=dict)
     closed_through: dict[str, int] = field(default_factory=dict)
     caught_up: bool = False
@@ -124,8 +136,21 @@ class Progress:
 class Collector:
     """Aggregates events per partition and slot; see the module docstring."""
 
-    def __init__(self, streams: Iterable[StreamConfig], partitions_total: int) -> None:
+    def __init__(
+        self,
+        streams: Iterable[StreamConfig],
+        partitions_total: int,
+        noise_key: bytes | None = None,
+        deployment: str = "",
+    ) -> None:
+        """``noise_key`` and ``deployment`` salt the open streams' contribution bound
+        (:func:`app.dp.open.salt.slot_salt`); required when a stream is open."""
         self.streams = {s.id: s for s in streams}
+        if noise_key is None and any(s.is_open for s in self.streams.values()):
+            raise ConfigError(
+                "open-domain streams need the noise key: it salts the contribution bound"
+            )
+        self._noise_key, self._deployment = noise_key or b"", deployment
         self.domains = {sid: Domain.of(s) for sid, s in self.streams.items()}
         self.partitions_total = partitions_total
         self.partitions: dict[int, PartitionSlots] = {}
@@ -137,6 +162,9 @@ class Collector:
         self.outcomes: Counter[tuple[str, str]] = Counter()
         self.late_slots: set[tuple[str, int]] = set()
         """``(stream, slot)`` pairs that dropped an event as late since :meth:`take_late_slots`."""
+        self.clipped_slots: set[tuple[str, int]] = set()
+        """Open streams' ``(stream, slot)`` pairs closed since :meth:`take_clipped_slots` in
+        which the contribution bound dropped a value."""
         self._slot_s = {sid: s.slot_s for sid, s in self.streams.items()}
         # Sum streams' bounds (empty when every stream counts: one falsy test per event).
         self._alpha = {sid: s.alpha for sid, s in self.streams.items() if s.alpha is not None}
@@ -308,7 +336,8 @@ class Collector:
         stream = self.streams[sid]
         if stream.alpha is not None or stream.max_values != 1 or len(batch.kinds) != 1:
             return False
-        users, values, ts = batch.users, batch.values, batch.ts
+        users, ts = batch.users, batch.ts
+        values: list[Any] = batch.keys if stream.is_open and batch.keys else batch.values
         ts_max = float(ts.max())
         part = self.partitions[partition]
         if stream.clock == "event":
@@ -329,8 +358,11 @@ class Collector:
             open_slot = (sid, slot)
             bucket = part.buckets.get(open_slot)
             if bucket is None:
-                bucket = part.buckets[open_slot] = FirstValues(stream.d)
+                bucket = part.buckets[open_slot] = self._bucket(stream, slot)
                 part.min_offset[open_slot] = records[first].offset
+            if stream.is_open:  # each user's smallest-score keys, whatever came before
+                _tally(counted, sid, bucket.add(us, vs))
+                continue
             fresh = bucket.merge(us, vs)  # users already in the slot keep their value
             accepted += fresh
             duplicate += len(us) - fresh
@@ -339,6 +371,15 @@ class Collector:
         if duplicate:
             counted[sid, "duplicate"] += duplicate
         return True
+
+    def _bucket(self, stream: StreamConfig, slot: int) -> Any:
+        """A new open slot's bucket (see :class:`PartitionSlots`)."""
+        if stream.is_open:
+            salt = slot_salt(self._noise_key, self._deployment, stream.id, slot)
+            return OpenKeys(stream.max_keys, salt)
+        if stream.max_values == 1 and stream.alpha is None:
+            return FirstValues(stream.d)
+        return {}
 
     def _count_each(
         self, partition: int, records: list[Any], batch: EventBatch, wall_now: float
@@ -353,12 +394,14 @@ class Collector:
         counted: Counter[tuple[str, str]] = Counter()
         bad: list[tuple[BadEvent, Any]] = []
         newest: dict[str, float] = {}  # per event-clock stream, the batch's newest event time
-        firsts: dict[tuple[str, int], tuple[list[str], list[int]]] = {}
+        firsts: dict[tuple[str, int], tuple[list[str], list[Any]]] = {}
         max_ts = part.max_ts
         codes = batch.codes.tolist()
         stamps, amounts = batch.ts.tolist(), batch.amounts.tolist()
-        rows = zip(records, codes, batch.streams, batch.users, stamps, batch.values, strict=True)
-        for i, (rec, code, sid, user, ts, value) in enumerate(rows):
+        keys = batch.keys or [""] * len(records)
+        columns = (records, codes, batch.streams, batch.users, stamps, batch.values, keys)
+        rows = zip(*columns, strict=True)
+        for i, (rec, code, sid, user, ts, value, key) in enumerate(rows):
             if code:
                 bad.append((batch.error(i), rec))
                 continue
@@ -374,15 +417,15 @@ class Collector:
                 late_slots.add((sid, slot))
                 continue
             open_slot = (sid, slot)
-            bucket: Any = buckets.get(open_slot)  # FirstValues, or a dict (see PartitionSlots)
+            bucket: Any = buckets.get(open_slot)  # see PartitionSlots
             one = stream.max_values == 1 and not (sums and sid in sums)
             if bucket is None:
-                bucket = buckets[open_slot] = FirstValues(stream.d) if one else {}
+                bucket = buckets[open_slot] = self._bucket(stream, slot)
                 min_offset[open_slot] = rec.offset
             if one:  # merged once per slot after the loop, in the batch's order
                 us, vs = firsts.setdefault(open_slot, ([], []))
                 us.append(user)
-                vs.append(value)
+                vs.append(key or value)  # an open stream's key, else the index
             elif sums and sid in sums:
                 amount = amounts[i]
                 counted[
@@ -391,6 +434,9 @@ class Collector:
             else:
                 counted[sid, _add_values(bucket, user, value, stream.max_values)] += 1
         for open_slot, (us, vs) in firsts.items():
+            if isinstance(buckets[open_slot], OpenKeys):
+                _tally(counted, open_slot[0], buckets[open_slot].add(us, vs))
+                continue
             fresh = buckets[open_slot].merge(us, vs)
             if fresh:
                 counted[open_slot[0], "accepted"] += fresh
@@ -468,14 +514,42 @@ class Collector:
         sums = np.bincount(np.asarray(cells, dtype=np.int64), weights=amounts, minlength=m * d)
         return [float(x) for x in sums]
 
-    def flush(self) -> tuple[list[Partial], list[Progress]]:
+    def _open_partials(
+        self, stream: StreamConfig, slot: int, partition: int, bucket: OpenKeys | None
+    ) -> list[OpenPartial]:
+        """An open stream's closed slot: the kept keys' counts per group (users with a level
+        history in theirs), as :func:`~app.stream.internal.open_partials` chunks."""
+        m, default = len(stream.levels), stream.default_level
+        if bucket is None:
+            return open_partials(stream.id, slot, partition, self.partitions_total, (), [], m)
+        users, index, keys = bucket.close()  # users sorted
+        if bucket.dropped:
+            self.clipped_slots.add((stream.id, slot))
+        group = np.full(users.shape[0], default, dtype=np.int64)
+        special = list(self.preferences.users)
+        if special and users.shape[0]:
+            found = digests(special)
+            lo, hi = np.searchsorted(users, found), np.searchsorted(users, found, side="right")
+            for user, a, b in zip(special, lo.tolist(), hi.tolist(), strict=True):
+                g = self.preferences.group(stream, user, slot) if a < b else default
+                if g is None:
+                    self.outcomes[stream.id, "level_change"] += b - a
+                group[a:b] = -1 if g is None else g
+        kept = group >= 0
+        n = keys.shape[0]
+        cells = np.bincount(group[kept] * n + index[kept], minlength=m * n).reshape(m, n)
+        return open_partials(
+            stream.id, slot, partition, self.partitions_total, keys.tolist(), cells, m
+        )
+
+    def flush(self) -> tuple[list[Partial | OpenPartial], list[Progress]]:
         """Close every slot that is due in every caught-up partition; return their partials
         and every caught-up partition's progress.
 
         A partition that has just been assigned emits its replayed open slots and then only the
         current last closable slot (earlier slots were closed by its previous owner).
         """
-        out: list[Partial] = []
+        out: list[Partial | OpenPartial] = []
         ticks: list[Progress] = []
         for sid, stream in self.streams.items():
             for p, part in self.partitions.items():
@@ -494,6 +568,9 @@ class Collector:
                 for slot in sorted(set(due) | set(range(first_empty, top + 1))):
                     bucket = part.buckets.pop((sid, slot), None)
                     part.min_offset.pop((sid, slot), None)
+                    if stream.is_open:
+                        out.extend(self._open_partials(stream, slot, p, bucket))
+                        continue
                     counts = self._counts(stream, slot, bucket)
                     out.append(Partial(sid, slot, p, self.partitions_total, counts))
                 part.closed_through[sid] = top
@@ -509,6 +586,12 @@ class Collector:
         out, self.late_slots = self.late_slots, set()
         return out
 
+    def take_clipped_slots(self) -> set[tuple[str, int]]:
+        """Open streams' ``(stream, slot)`` pairs closed since the last call in which the
+        contribution bound dropped a value (one bit per slot: never how many)."""
+        out, self.clipped_slots = self.clipped_slots, set()
+        return out
+
     def take_outcomes(self) -> Counter[tuple[str, str]]:
         """Event outcomes counted since the last call, by ``(stream, outcome)``."""
         out, self.outcomes = self.outcomes, Counter()
@@ -516,8 +599,8 @@ class Collector:
 
 
 def _by_slot(
-    slots: npt.NDArray[np.int64], users: list[str], values: list[int]
-) -> list[tuple[int, int, list[str], list[int]]]:
+    slots: npt.NDArray[np.int64], users: list[str], values: list[Any]
+) -> list[tuple[int, int, list[str], list[Any]]]:
     """A batch's events per slot: ``(slot, index of its first event, users, values)``, in
     time order; one slice per slot when the batch is in time order (one producer per
     partition), else gathered per slot."""
@@ -537,6 +620,13 @@ def _by_slot(
         at = np.flatnonzero(slots == s).tolist()
         out.append((s, at[0], [users[i] for i in at], [values[i] for i in at]))
     return out
+
+
+def _tally(counted: Counter[tuple[str, str]], sid: str, outcomes: tuple[int, ...]) -> None:
+    """Count an open slot's :meth:`OpenKeys.add` outcomes (:data:`OUTCOMES`)."""
+    for outcome, n in zip(OUTCOMES, outcomes, strict=True):
+        if n:
+            counted[sid, outcome] += n
 
 
 def _add_values(bucket: dict[str, Any], user: str, value: int, l_max: int) -> str:

@@ -61,6 +61,7 @@ from app.stream.config import Settings
 from app.stream.errors import BadEvent
 from app.stream.internal import Tick
 from app.stream.kafka import aiokafka_kwargs
+from app.stream.ops.late import LateSlots
 from app.stream.records import decode_preference
 from app.stream.topics import Topics
 
@@ -116,11 +117,18 @@ class IngestService(BatchConsumer):
             group_id,
             source=topics.events,
             side_input=topics.preferences,
-            collector=Collector(settings.streams, self._partitions_total),
+            collector=Collector(
+                settings.streams,
+                self._partitions_total,
+                settings.noise_key.reveal() if settings.noise_key else None,
+                settings.deployment,
+            ),
             policy=policy or dead_letter_policy(self._send_dead_letter),
             **kwargs,
         )
         self.tick_s = tick_interval((s.slot_s for s in settings.streams), 1.0)
+        self.clipped = LateSlots(counter=metrics.CLIPPED_SLOTS)
+        """Open streams' slots the contribution bound dropped a value of (one bit each)."""
         self.hold_s = settings.delivery_horizon_s
         """Progress holds this long after a fetch gap (:mod:`app.stream.collect.events`)."""
         self._applied: dict[int, int] = {}
@@ -318,6 +326,8 @@ class IngestService(BatchConsumer):
         partials, ticks = self.collector.flush()
         for sid, slot in sorted(self.collector.take_late_slots()):
             self.late.mark(sid, slot)
+        for sid, slot in sorted(self.collector.take_clipped_slots()):
+            self.clipped.mark(sid, slot)
         outcomes = self.collector.take_outcomes()
         if self.settings.expose_data_counts:
             for (sid, outcome), n in outcomes.items():

@@ -6,8 +6,10 @@ the window of ``w`` slots ending at the last released slot (``window_spent``, ex
 and float: the figure ``eps`` bounds, as ``window_spent_means`` says), that as a fraction of
 ``eps``, and the window's clock times in UTC. The budget of the window's oldest slot is free
 again once the next slot is released. ``privacy_unit``: the stream's privacy unit and what one
-user can lose across the unit's streams in its interval (:mod:`app.dp.units`). Budgets are
-public (they depend on the configuration and the mechanism's released decisions), so this view
+user can lose across the unit's streams in its interval (:mod:`app.dp.units`). An open-domain
+stream's levels are (eps, delta)-DP over their windows: each row adds ``delta``,
+``window_delta_spent`` (exact and float) and ``delta_fraction`` beside the eps figures. Budgets
+are public (they depend on the configuration and the mechanism's released decisions), so this view
 may leave the service.
 
 >>> from fractions import Fraction
@@ -20,13 +22,20 @@ may leave the service.
 (3, 0.25, '1/4', 0.25)
 >>> level["window_first_slot"], level["window_start_utc"] == utc(stream.slots.start(8))
 (8, True)
+>>> from app.dp.open.release import OpenWindowSpend
+>>> spend = OpenWindowSpend(3, 1.0, Fraction(1, 2), 1e-5, Fraction(1, 400_000))
+>>> row = budget_json(stream, [spend] * len(stream.levels), 10)["levels"][0]
+>>> row["delta"], row["window_delta_spent_exact"], row["delta_fraction"]
+(1e-05, '1/400000', 0.25)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
+from app.dp.open.release import OpenWindowSpend
 from app.dp.types import WindowSpend
 from app.stream.config import StreamConfig
 from app.utc import utc
@@ -48,9 +57,14 @@ def budget_json(
             "w": spend.w,
             "eps": spend.eps,
             "window_spent": float(spend.spent),
-            "window_spent_exact": f"{spend.spent.numerator}/{spend.spent.denominator}",
+            "window_spent_exact": _exact(spend.spent),
             "fraction": spend.fraction,
         }
+        if isinstance(spend, OpenWindowSpend):
+            row["delta"] = spend.delta
+            row["window_delta_spent"] = float(spend.delta_spent)
+            row["window_delta_spent_exact"] = _exact(spend.delta_spent)
+            row["delta_fraction"] = spend.delta_fraction
         if last_slot is not None:
             first = last_slot - spend.w + 1
             row["window_first_slot"] = first
@@ -71,3 +85,8 @@ def budget_json(
         out["last_slot_start_utc"] = utc(stream.slots.start(last_slot))
         out["last_slot_end_utc"] = utc(stream.slots.end(last_slot))
     return out
+
+
+def _exact(x: Fraction) -> str:
+    """An exact budget as text, ``"p/q"``."""
+    return f"{x.numerator}/{x.denominator}"

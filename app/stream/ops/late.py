@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from prometheus_client import Counter
+
 from app import metrics
 
 KEEP = 4096
@@ -32,8 +34,11 @@ KEEP = 4096
 class LateSlots:
     """Counts each (stream, slot) that lost a value once; see the module docstring."""
 
-    def __init__(self, keep: int = KEEP) -> None:
+    def __init__(self, keep: int = KEEP, counter: Counter = metrics.LATE_SLOTS) -> None:
+        """``counter``: the metric a newly marked slot increments (another one-bit-per-slot
+        signal may reuse the class: :data:`app.metrics.CLIPPED_SLOTS`)."""
         self.keep = keep
+        self.counter = counter
         self._seen: dict[str, OrderedDict[int, None]] = {}
 
     def mark(self, stream: str, slot: int) -> bool:
@@ -44,7 +49,7 @@ class LateSlots:
         seen[slot] = None
         if len(seen) > self.keep:
             seen.popitem(last=False)
-        metrics.LATE_SLOTS.labels(stream).inc()
+        self.counter.labels(stream).inc()
         return True
 
     def recent(self, stream: str) -> list[int]:

@@ -16,6 +16,8 @@ from typing import Any
 
 from app.dp.interfaces import GraphWindow, LedgerView, as_view
 from app.dp.local.wire import mask_users
+from app.dp.open import OpenMechanism
+from app.dp.open.release import OpenWindowSpend
 from app.stream.config import Settings, StreamConfig
 from app.stream.kafka import confluent_config
 from app.stream.ops.budget_view import budget_json
@@ -101,11 +103,23 @@ def render(stream: StreamConfig, entry: LedgerEntry) -> str:
         f"next slot {entry.next_slot} (last release published: {entry.published})",
     ]
     if population is None:  # else: users, not budget
-        lines += ["", f"{'level':<12}{'w':>6}{'eps':>10}{'window spent':>15}{'fraction':>10}"]
-        for level, spend in zip(stream.levels, mechanism.window_report(), strict=True):
+        report = mechanism.window_report()
+        opened = all(isinstance(s, OpenWindowSpend) for s in report)
+        delta_head = f"{'delta':>10}{'delta spent':>14}{'fraction':>10}" if opened else ""
+        lines += [
+            "",
+            f"{'level':<12}{'w':>6}{'eps':>10}{'window spent':>15}{'fraction':>10}{delta_head}",
+        ]
+        for level, spend in zip(stream.levels, report, strict=True):
+            delta = ""
+            if isinstance(spend, OpenWindowSpend):  # an open stream's (eps, delta) window
+                delta = (
+                    f"{spend.delta:>10.3g}{float(spend.delta_spent):>14.4g}"
+                    f"{spend.delta_fraction:>10.1%}"
+                )
             lines.append(
                 f"{level.name:<12}{spend.w:>6}{spend.eps:>10.4g}{float(spend.spent):>15.6g}"
-                f"{spend.fraction:>10.1%}"
+                f"{spend.fraction:>10.1%}{delta}"
             )
     else:  # an asked user spends its whole eps (or an OPS share): the per-user figure
         spends = zip(stream.levels, mechanism.window_report(), strict=True)
@@ -170,7 +184,7 @@ def to_json(stream: StreamConfig, entry: LedgerEntry) -> dict[str, Any]:
 def _view(stream: StreamConfig, entry: LedgerEntry) -> LedgerView:
     """The stream's mechanism continued from ``entry``, as the views read it."""
     built = continued(stream, entry.state) if entry.state is not None else stream.build_mechanism()
-    return as_view(built)
+    return built if isinstance(built, OpenMechanism) else as_view(built)
 
 
 def wn_window(stream: StreamConfig, window: GraphWindow) -> dict[str, Any]:

@@ -5,6 +5,8 @@
   publish, mark), written once, with its metrics;
 - :mod:`~app.stream.release.guard`: what the agent refuses from the internal topic;
 - :mod:`~app.stream.release.central`: closing slots on the partitions' progress (central mode);
+- :mod:`~app.stream.release.open`: the same for open-domain streams, whose slots hold key
+  counts and whose releases are key -> count maps;
 - :mod:`~app.stream.release.local`: collection rounds and releases (local mode).
 
 :class:`Releaser` is the ``release`` agent's logic: it decodes a ``partials`` value and hands
@@ -34,6 +36,7 @@ from app.stream.release.entry import LedgerEntry
 from app.stream.release.guard import Capacity, EndOffset, Guard
 from app.stream.release.local import LocalDriver
 from app.stream.release.local_levels import ReadPreferences
+from app.stream.release.open import OpenDriver
 from app.stream.release.protocol import (
     Persist,
     Produce,
@@ -78,6 +81,7 @@ class Releaser:
         self.publisher = Publisher(settings, topics, ledger, produce, persist, listeners)
         self.guard = Guard(self.publisher.watch)
         self.central = CentralDriver(self.publisher, slots, clock)
+        self.open = OpenDriver(self.publisher, slots, clock)
         self.local = LocalDriver(self.publisher, slots, clock, preferences)
         self.failed: dict[str, str] = {}
         """Streams the agent refuses to serve, with the one-line reason (``/readyz`` shows it)."""
@@ -107,7 +111,7 @@ class Releaser:
         if reason is not None:
             self.guard.refuse(sid, reason, msg, now)
             return
-        driver = self.local if stream.local else self.central
+        driver = self.local if stream.local else self.driver(stream)
         dropped: set[str] = set()
         while True:
             try:
@@ -153,6 +157,18 @@ class Releaser:
         self.failed[sid] = f"stream {sid}: the mechanism refused a step: {exc}"
         log.error("%s; the stream is no longer served", self.failed[sid])
 
+    def driver(self, stream: StreamConfig) -> CentralDriver:
+        """The driver of a central stream: :attr:`open` for ``domain: open``."""
+        return self.open if stream.is_open else self.central
+
+    def reasons(self, now: float) -> list[str]:
+        """Readiness reasons of the central drivers (:meth:`CentralDriver.reasons`)."""
+        return self.central.reasons(now) + self.open.reasons(now)
+
+    def lag(self, stream: StreamConfig, slot: int, now: float) -> tuple[int, float]:
+        """A central stream's release lag on its own clock (:meth:`CentralDriver.lag`)."""
+        return self.driver(stream).lag(stream, slot, now)
+
     def revoked(self) -> None:
         """The agent's partitions were revoked: it serves no stream until it hears one again."""
         self.serving.clear()
@@ -166,6 +182,8 @@ class Releaser:
                 out[sid] = self.publisher.next_slot[sid]
             elif sid in self.central.start_slot:
                 out[sid] = self.central.start_slot[sid]
+            elif sid in self.open.start_slot:
+                out[sid] = self.open.start_slot[sid]
             elif sid in self.local.start_slot:
                 out[sid] = self.local.start_slot[sid]
         return out

@@ -67,6 +67,7 @@ from app.dp.types import Release
 from app.stream.config import StreamConfig
 from app.stream.internal import (
     Internal,
+    OpenPartial,
     OpenSlot,
     Partial,
     Tick,
@@ -144,12 +145,12 @@ class CentralDriver:
                 self._claimed_ahead(stream, claimed - edge, now)
             if stream.clock == "event" and progress:
                 self._reach(sid, max(progress.values()), now)
-        first = msg.slot if isinstance(msg, Partial) else None
-        next_slot = self._next_slot(stream, entry, now, first)
+        counted = msg if isinstance(msg, Partial | OpenPartial) else None
+        next_slot = self._next_slot(stream, entry, now, counted.slot if counted else None)
         self._prune(stream, next_slot)
-        if isinstance(msg, Partial):
-            heard[msg.partition] = now
-            self._merge(stream, msg, next_slot)
+        if counted is not None:
+            heard[counted.partition] = now
+            self._merge(stream, counted, next_slot)
         partitions = msg.partitions
         if len(progress) >= partitions:
             watermark = min(progress.values())
@@ -241,14 +242,15 @@ class CentralDriver:
     def _open(self, sid: str) -> dict[int, OpenSlot]:
         return decode_open_slots(self.slots.get(sid), sid)
 
-    def _merge(self, stream: StreamConfig, msg: Partial, next_slot: int) -> None:
+    def _merge(self, stream: StreamConfig, msg: Partial | OpenPartial, next_slot: int) -> None:
+        """Add a partition's partial to its open slot (the first one per slot and partition
+        wins), or drop one for a released slot, as late data when it discards values."""
+        if not isinstance(msg, Partial):
+            log.error("partial of another domain stream=%s slot=%d", stream.id, msg.slot)
+            return
         slot, part, counts = msg.slot, msg.partition, msg.counts
         if slot < next_slot:
-            if self._discards(stream, slot, part, counts):
-                self.pub.watch.on_late(stream, slot)
-                log.warning(
-                    "late partial dropped stream=%s slot=%d partition=%d", stream.id, slot, part
-                )
+            self._late(stream, slot, part, str(part), digest(counts) if any(counts) else None)
             return
         if len(counts) != len(stream.levels) * stream.d:
             log.error("partial with wrong shape stream=%s slot=%d", stream.id, slot)
@@ -257,16 +259,28 @@ class CentralDriver:
         cur = open_slots.get(slot) or OpenSlot([0] * len(counts))
         if part in cur.parts:
             return  # a replayed partial: the first one per (slot, partition) wins
-        open_slots[slot] = cur.merge(part, counts, _digest(counts))
+        open_slots[slot] = cur.merge(part, counts, digest(counts))
         self.slots[stream.id] = encode_open_slots(open_slots)
 
     def _merged(self, sid: str) -> dict[int, dict[str, int]]:
         key = sid + MERGED_SUFFIX
         return decode_merged(self.slots.get(key), key)
 
-    def _discards(self, stream: StreamConfig, slot: int, part: int, counts: list[Any]) -> bool:
+    def _late(
+        self, stream: StreamConfig, slot: int, part: int, key: str, digest: int | None
+    ) -> None:
+        """A partial (``key``: its partition, or partition and chunk) for the released ``slot``
+        is dropped; counted as late data when that discards values (``digest``: of its
+        counts, None when it holds none)."""
+        if self._discards(stream, slot, key, digest):
+            self.pub.watch.on_late(stream, slot)
+            log.warning(
+                "late partial dropped stream=%s slot=%d partition=%d", stream.id, slot, part
+            )
+
+    def _discards(self, stream: StreamConfig, slot: int, key: str, digest: int | None) -> bool:
         """Whether dropping this partial for the released ``slot`` discards values."""
-        if not any(counts):
+        if digest is None:
             return False  # nothing to lose (the collect stage sends empty slots too)
         merged = self._merged(stream.id)
         if slot not in merged:
@@ -274,13 +288,25 @@ class CentralDriver:
             # consumer replays, never a slot this stream released without it.
             oldest = min(merged, default=None)
             return oldest is not None and slot > oldest
-        return merged[slot].get(str(part)) != _digest(counts)
+        return merged[slot].get(key) != digest
+
+    def _remember(self, sid: str, slot: int, digests: dict[str, int]) -> bytes:
+        """The merged digests' record with ``slot``'s (written with the release)."""
+        merged = self._merged(sid)
+        merged[slot] = digests
+        for old in sorted(merged)[:-MERGED_KEEP]:
+            del merged[old]
+        return pack(merged)
 
     # -- closing ------------------------------------------------------------------------------
+    def _sent(self, stream: StreamConfig, slot: int) -> set[int]:
+        """Partitions whose partial for ``slot`` was merged whole."""
+        cur = self._open(stream.id).get(slot)
+        return set(cur.parts) if cur is not None else set()
+
     def _missing(self, stream: StreamConfig, slot: int, partitions: int) -> list[int]:
         """Partitions that neither sent ``slot``'s partial nor passed its due time."""
-        cur = self._open(stream.id).get(slot)
-        sent = set(cur.parts) if cur is not None else set()
+        sent = self._sent(stream, slot)
         progress = self._progress.get(stream.id, {})
         due = stream.slots.due(slot)
         return [p for p in range(partitions) if p not in sent and progress.get(p, -math.inf) < due]
@@ -341,15 +367,12 @@ class CentralDriver:
         lag = self.clock() - stream.slots.due(slot) if stream.clock == "wall" else None
         self.pub.watch.on_step(stream, seconds, lag)
 
-        merged = self._merged(sid)
-        merged[slot] = dict(cur.digests) if cur is not None else {}
-        for old in sorted(merged)[:-MERGED_KEEP]:
-            del merged[old]
+        merged = self._remember(sid, slot, dict(cur.digests) if cur is not None else {})
 
         def leave_open_set() -> None:  # part of step 2, right after the ledger entry
             if cur is not None:
                 self.slots[sid] = encode_open_slots(open_slots)
-            self.slots[sid + MERGED_SUFFIX] = pack(merged)
+            self.slots[sid + MERGED_SUFFIX] = merged
 
         await self.pub.release(
             stream, mech, entry or LedgerEntry(), slot, placed, leave_open_set, released_at
@@ -373,7 +396,7 @@ def step_slot(
     return [(slot, as_slotted(mech).step(counts, rng, population))]
 
 
-def _digest(counts: list[Any]) -> int:
+def digest(counts: list[Any]) -> int:
     """A stable 63-bit digest of a partial's counts (ints, or a sum stream's floats)."""
     raw = ",".join(repr(float(c)) for c in counts).encode()
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") >> 1

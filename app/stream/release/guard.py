@@ -13,9 +13,11 @@ against what the agent knows independently of the message:
   :meth:`~app.stream.slots.SlotClock.horizon`) is refused (``future``). The collect stage never
   sends one: its progress is bounded by the same horizon;
 * the stream's shape: a central partial carries ``groups x d`` counts, ints unless the stream
-  sums amounts (``shape``);
+  sums amounts; an open-domain stream takes open partials only, ``groups x keys`` counts and
+  keys of at most its ``max_key_chars`` (``shape``);
 * what the partition could have accepted (:class:`Capacity`): every value a partial counts is
-  one record of its ``events`` partition (a sum stream's, at most ``alpha`` each), every report
+  one record of its ``events`` partition (a sum stream's, at most ``alpha`` each; an open
+  partial's, one kept (user, key) pair: at least one event), every report
   a tally counts one record of its ``reports`` partition, so a message claiming more than the
   partition holds is refused (``capacity``).
 
@@ -42,7 +44,7 @@ import math
 from collections.abc import Awaitable, Callable
 
 from app.stream.config import StreamConfig
-from app.stream.internal import Internal, Partial, PartitionTally, Tick
+from app.stream.internal import Internal, OpenPartial, Partial, PartitionTally, Tick
 from app.stream.release.protocol import ReleaseListener
 from app.stream.slots import SlotClock
 
@@ -76,14 +78,21 @@ class Guard:
             math.isfinite(t) and t <= horizon for t in msg.progress.values()
         ):
             return "future"
-        if mode == "central" and isinstance(msg, Partial) and clock.due(msg.slot) > horizon:
+        counted = msg if isinstance(msg, Partial | OpenPartial) else None
+        if mode == "central" and counted and clock.due(counted.slot) > horizon:
             return "future"
         return None
 
     def misfit(self, stream: StreamConfig, msg: Internal) -> str | None:
         """``shape`` if a central partial does not fit ``stream`` (None: it does)."""
+        if isinstance(msg, OpenPartial):
+            fits = stream.is_open and len(msg.counts) == len(stream.levels) * len(msg.keys)
+            too_long = any(len(k) > stream.max_key_chars for k in msg.keys)
+            return None if fits and not too_long else "shape"
         if not isinstance(msg, Partial):
             return None
+        if stream.is_open:
+            return "shape"
         if len(msg.counts) != len(stream.levels) * stream.d:
             return "shape"
         if not stream.sums and not all(isinstance(c, int) for c in msg.counts):
@@ -120,6 +129,8 @@ None when the broker could not say."""
 
 def claimed(stream: StreamConfig, msg: Internal) -> tuple[str, float]:
     """The topic role a message counts records of, and how many records it claims at least."""
+    if isinstance(msg, OpenPartial):
+        return "events", float(sum(msg.counts))
     if isinstance(msg, Partial):
         total = float(sum(msg.counts))
         return "events", total / stream.alpha if stream.sums and stream.alpha else total

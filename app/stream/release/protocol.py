@@ -45,10 +45,11 @@ from app.dp.errors import StateMismatchError
 from app.dp.interfaces import LevelUse
 from app.dp.mechanism import Mechanism
 from app.dp.noise import keyed_rng
+from app.dp.open import OpenRelease
 from app.dp.types import Release, WindowSpend
 from app.stream.config import Settings, StreamConfig
 from app.stream.errors import ConfigError
-from app.stream.records import encode_release
+from app.stream.records import encode_open_release, encode_release
 from app.stream.release import faults
 from app.stream.release.entry import LedgerEntry
 from app.stream.topics import Topics
@@ -57,6 +58,8 @@ log = logging.getLogger(__name__)
 
 Produce = Callable[[str, bytes, bytes], Awaitable[None]]
 Persist = Callable[[], Awaitable[None]]
+Released = Release | OpenRelease
+"""What a driver releases: a labels stream's histogram or an open stream's key -> count map."""
 
 
 class ReleaseListener:
@@ -166,6 +169,25 @@ class Listeners(ReleaseListener):
             listener.on_message_refused(stream, reason)
 
 
+def observed(rel: Released) -> Release:
+    """What listeners see of a release: an open stream's as a :class:`Release` whose
+    ``histogram`` holds its counts in key order and whose ``spent`` (all of it on
+    ``spent_pub``: one total per level) is the slot's eps; its keys stay in the records."""
+    if not isinstance(rel, OpenRelease):
+        return rel
+    return Release(
+        slot=rel.slot,
+        histogram=rel.counts.astype(np.float64),
+        fresh=rel.fresh,
+        status=rel.status,
+        spent_dc=np.zeros(len(rel.eps_spent)),
+        spent_pub=rel.spent,
+        mechanism=rel.mechanism,
+        version=rel.version,
+        spent_exact=rel.eps_spent,
+    )
+
+
 class StateMismatch(ConfigError):
     """A stream's ledger was written by another mechanism or other parameters.
 
@@ -269,7 +291,7 @@ class Publisher:
         mech: Mechanism,
         entry: LedgerEntry,
         slot: int,
-        releases: Sequence[tuple[int, Release]],
+        releases: Sequence[tuple[int, Released]],
         recorded: Callable[[], None] | None = None,
         released_at: float | None = None,
         **audit_extra: Any,
@@ -289,6 +311,19 @@ class Publisher:
         outbox: list[tuple[str, bytes]] = []
         recent = entry.recent
         for rel_slot, rel in releases:
+            if isinstance(rel, OpenRelease):
+                record, audit, recent = encode_open_release(
+                    stream,
+                    rel_slot,
+                    rel,
+                    mech.describe(),
+                    window,
+                    recent,
+                    released_at=released_at,
+                    deployment=self.deployment,
+                )
+                outbox += [("releases", record), ("audit", audit)]
+                continue
             record, audit, recent = encode_release(
                 stream,
                 rel_slot,
@@ -325,7 +360,7 @@ class Publisher:
                 rel.status,
                 rel_slot < slot,
             )
-        self.watch.on_release(stream, releases)
+        self.watch.on_release(stream, [(s, observed(rel)) for s, rel in releases])
         self.report(stream, mech, entry)
         return entry
 
