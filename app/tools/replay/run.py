@@ -131,7 +131,7 @@ class Tally:
 
 def check_replayable(stream: StreamConfig) -> None:
     """:class:`ConfigError` unless the service releases ``stream`` centrally (the kinds a
-    replay runs; an open-domain stream plugs in as one more kind, see the package)."""
+    replay runs, open-domain streams included)."""
     if stream.local:
         raise ConfigError(
             f"stream {stream.id!r} is a local stream: its values are noised on the devices, "
@@ -156,7 +156,7 @@ class Replay:
         self.first, self.last = first, last
         # The replay's clock is its own (see the module): the counting stream, on a wall clock.
         counting = dataclasses.replace(stream, clock="wall")
-        self.collector = Collector([counting], partitions_total=1)
+        self.collector = Collector([counting], 1, key, deployment)  # key: an open bound's salt
         self.collector.assign(PARTITION)
         self.collector.mark_caught_up(PARTITION)
         self.collector.observe_fetch(PARTITION, -1e12, True, GAP_S)  # a healthy run starts
