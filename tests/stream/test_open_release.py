@@ -200,3 +200,18 @@ def test_ledger_show_and_budget_show_delta_beside_eps(tmp_path):
             "1/1000",
         )
         assert (level["delta"], level["delta_fraction"]) == (1e-3, 1.0)
+
+
+def test_an_unreadable_chunk_is_dropped_and_the_slot_released_without_it(tmp_path):
+    ledger, slots, sent = {}, {}, []
+    r = make(tmp_path, ledger, slots, sent)
+    tick(r, 10.6, 10.6)
+    run(r, part(10, 0, ["/a"], [9]), 10.7)
+    [chunk] = [k for k in slots if CHUNK_SEP in k]
+    slots[chunk] = b"\xc1"  # garbage in the changelog
+    refused = metrics.INTERNAL_REFUSED.labels("u", "state")._value.get()
+    run(r, part(10, 1, ["/b"], [9]), 11.6)
+    assert metrics.INTERNAL_REFUSED.labels("u", "state")._value.get() == refused + 1
+    rel = published(sent)[-1]
+    assert rel.slot == 10 and rel.keys == ("/b",)  # /a's users were lost with the chunk
+    assert "u" not in r.failed
