@@ -216,8 +216,7 @@ def _stream_section(
     ]
     view = budget_json(config, window, last_slot)
     cohorts = _asks_cohorts(config)
-    deltas = [_delta_cell(w) for w in window] if config.is_open else []
-    for i, row in enumerate(view["levels"]):
+    for row in view["levels"]:
         frac = max(0.0, min(1.0, row["fraction"]))
         color = BUDGET_OVER_COLOR if row["fraction"] > 1 else BUDGET_COLOR
         bar = (
@@ -233,7 +232,7 @@ def _stream_section(
             f"<tr><td>{e(row['level'])}</td><td>{row['w']}</td><td>{row['eps']:g}</td>"
             f"<td>{bar}</td><td>{row['window_spent']:.4g} of eps {row['eps']:g} "
             f"({row['fraction']:.0%})</td><td>{span}</td>"
-            f"{deltas[i] if i < len(deltas) else ''}</tr>"
+            f"{_delta_cell(row) if config.is_open else ''}</tr>"
         )
     out.append("</table>")
     note = (
@@ -255,13 +254,15 @@ def _stream_section(
     return out
 
 
-def _delta_cell(spend: WindowSpend) -> str:
-    """An open stream's level: the delta spent in the window ending at the last slot, of the
-    level's delta (``-`` when the entry carries no delta)."""
-    spent, delta = getattr(spend, "delta_spent", None), getattr(spend, "delta", None)
-    if spent is None or not delta:
+def _delta_cell(row: dict[str, Any]) -> str:
+    """An open stream's level (a :func:`budget_json` row): the delta spent in the window ending
+    at the last slot, of the level's delta."""
+    if "delta" not in row:
         return "<td>-</td>"
-    return f"<td>{float(spent):.3g} of delta {delta:g} ({float(spent) / delta:.0%})</td>"
+    return (
+        f"<td>{row['window_delta_spent']:.3g} of delta {row['delta']:g} "
+        f"({row['delta_fraction']:.0%})</td>"
+    )
 
 
 def _open_chart(releases: list[dict[str, Any]]) -> str:
