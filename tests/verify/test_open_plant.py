@@ -160,3 +160,37 @@ def test_only_the_users_of_an_overspent_slot_are_named(tmp_path: Path) -> None:
     verdict = judge(t.stream, t.snap)
     assert verdict.kinds() == {"delta_overspend"}, to_text(verdict)
     assert [v.users for v in verdict.violations] == [("u0",)]
+
+
+def test_chunks_are_one_partial_and_a_slot_missing_a_chunk_is_unclosed(tmp_path: Path) -> None:
+    t, parts = clean(tmp_path)
+    p = partition_for(b"u2", PARTITIONS)
+    counts = parts[104, p]
+    keys = tuple(sorted(counts))
+    half = len(keys) // 2
+    t.snap.partials = [m for m in t.snap.partials if not _is(m, 104, p)]
+    for chunk, part in enumerate((keys[:half], keys[half:])):
+        raw = OpenPartial(
+            "urls", 104, p, PARTITIONS, part, [counts[k] for k in part], chunk, 2
+        ).encode()
+        t.snap.partials.append(t._msg("partials", 0, 1051_500, b"urls", raw))
+    verdict = judge(t.stream, t.snap)
+    assert verdict.ok and verdict.released == 2 * len(USERS) * len(SLOTS), to_text(verdict)
+    t.snap.partials.pop()  # the second chunk never came: the slot's partition is not whole
+    verdict = judge(t.stream, t.snap)
+    assert verdict.ok, to_text(verdict)
+    users_there = [u for u in USERS if partition_for(u.encode(), PARTITIONS) == p]
+    assert verdict.not_released["unclosed"] == 2 * len(users_there)
+
+
+def test_an_open_slot_released_twice_with_different_noise(tmp_path: Path) -> None:
+    t, _ = clean(tmp_path)
+    t.release(103, [1.0], at=1100.0)
+    verdict = judge(t.stream, t.snap)
+    assert verdict.kinds() == {"release_differs"}, to_text(verdict)
+    assert verdict.violations[0].slots == (103,)
+
+
+def _is(m, slot: int, p: int) -> bool:
+    rec = msgpack.unpackb(m.value)
+    return rec["slot"] == slot and rec["partition"] == p
