@@ -186,6 +186,7 @@ def build(
                 topics,
                 group_id=f"{app_id}-collect",
                 late=late,
+                clipped=LateSlots(counter=metrics.CLIPPED_SLOTS),
             )
         )
     if len(central) < len(settings.streams):

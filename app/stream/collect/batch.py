@@ -88,8 +88,8 @@ class LateSignal(Protocol):
     def mark(self, stream: str, slot: int) -> object: ...
 
 
-class _Unwatched:
-    """No late signal registered (tests, tools): the drops are still counted by outcome."""
+class Unwatched:
+    """No signal registered (tests, tools): the drops are still counted by outcome."""
 
     def mark(self, stream: str, slot: int) -> object:
         return None
@@ -163,7 +163,7 @@ class BatchConsumer(Service):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.late: LateSignal = late or _Unwatched()
+        self.late: LateSignal = late or Unwatched()
         """Where the slots that dropped input as late are counted (``dpstream_late_slots``)."""
         self.settings = settings
         self.topics = topics

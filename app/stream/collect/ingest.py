@@ -43,7 +43,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from mode import Service
 
 from app import metrics
-from app.stream.collect.batch import BatchConsumer, tick_interval
+from app.stream.collect.batch import BatchConsumer, LateSignal, Unwatched, tick_interval
 from app.stream.collect.events import Collector
 from app.stream.collect.partitioning import partition_for
 from app.stream.collect.policy import Policy, dead_letter_policy
@@ -61,7 +61,6 @@ from app.stream.config import Settings
 from app.stream.errors import BadEvent
 from app.stream.internal import Tick
 from app.stream.kafka import aiokafka_kwargs
-from app.stream.ops.late import LateSlots
 from app.stream.records import decode_preference
 from app.stream.topics import Topics
 
@@ -108,6 +107,7 @@ class IngestService(BatchConsumer):
         topics: Topics,
         group_id: str,
         policy: Policy | None = None,
+        clipped: LateSignal | None = None,
         **kwargs: Any,
     ) -> None:
         self._partitions_total = topics.spec("events").partitions
@@ -127,8 +127,9 @@ class IngestService(BatchConsumer):
             **kwargs,
         )
         self.tick_s = tick_interval((s.slot_s for s in settings.streams), 1.0)
-        self.clipped = LateSlots(counter=metrics.CLIPPED_SLOTS)
-        """Open streams' slots the contribution bound dropped a value of (one bit each)."""
+        self.clipped: LateSignal = clipped or Unwatched()
+        """Where an open stream's slots that the contribution bound dropped a value of are
+        counted (one bit per slot: ``dpstream_clipped_slots``, registered by the worker)."""
         self.hold_s = settings.delivery_horizon_s
         """Progress holds this long after a fetch gap (:mod:`app.stream.collect.events`)."""
         self._applied: dict[int, int] = {}

@@ -8,7 +8,9 @@
 * ``capacity overload``: ``/readyz`` latency and reasons under overload
   (:mod:`app.tools.capacity.overload`);
 * ``capacity churn``: K workers with members joining, leaving and timing out during ingest;
-  counted == sent and ``verify`` clean (:mod:`app.tools.capacity.churn`).
+  counted == sent and ``verify`` clean (:mod:`app.tools.capacity.churn`);
+* ``capacity open-keys``: peak RSS of the collect stage with 1,000,000 distinct keys of an
+  open-domain stream in one slot, no broker (:mod:`app.tools.capacity.open_keys`).
 
 They were ``dpstream bench throughput|recovery`` and ``scripts/readyz_overload.py``; they drive
 the service, so they live beside it, not in the offline bench (which imports no ``app.stream``).
@@ -41,7 +43,7 @@ def register(sub: Any) -> None:
     capacity = sub.add_parser(
         "capacity",
         help="capacity benchmarks of the service on a real broker (throughput, recovery, "
-        "overload, churn)",
+        "overload, churn) and of its collect stage (open-keys)",
     )
     kinds = capacity.add_subparsers(dest="capacity_kind", metavar="KIND", required=True)
 
@@ -110,6 +112,18 @@ def register(sub: Any) -> None:
     _broker(churn)
     churn.set_defaults(func=_churn)
 
+    open_keys = kinds.add_parser(
+        "open-keys",
+        help="peak RSS of the collect stage with many distinct keys of an open-domain stream "
+        "in one slot (no broker)",
+    )
+    k = open_keys.add_argument
+    k("--keys", type=int, default=1_000_000, help="distinct keys, one user each")
+    k("--key-chars", type=int, default=24, help="characters per key")
+    k("--max-keys", type=int, default=1, help="the stream's max_keys")
+    k("--batch", type=int, default=20_000, help="records per batch (a fetch)")
+    open_keys.set_defaults(func=_open_keys)
+
 
 def _throughput(args: argparse.Namespace) -> int:
     from app.stream.config import load_settings
@@ -143,3 +157,9 @@ def _churn(args: argparse.Namespace) -> int:
     from app.tools.capacity.churn import run_churn
 
     return run_churn(args)
+
+
+def _open_keys(args: argparse.Namespace) -> int:
+    from app.tools.capacity.open_keys import run_open_keys
+
+    return run_open_keys(args)
