@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from pathlib import Path
 
 import msgpack
 import numpy as np
@@ -48,11 +49,21 @@ SLOTS = (95, 97)  # events at NOW - 50 and NOW - 30
 
 
 def collector(tmp_path_factory, max_keys: int, key: bytes = KEY) -> Collector:
-    path = tmp_path_factory.mktemp("open") / "s.yaml"
+    return collector_at(str(tmp_path_factory.mktemp("open")), max_keys, key)
+
+
+def collector_at(
+    where: str, max_keys: int, key: bytes = KEY, events: tuple[tuple[str, str, float], ...] = ()
+) -> Collector:
+    """A collector of the open stream, its config in ``where``, fed ``events`` in one batch."""
+    path = Path(where) / "s.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(YAML.format(max_keys=max_keys))
     c = Collector(load_streams(path, env={}), 1, key, DEPLOYMENT)
     c.assign(0)
     c.partitions[0].caught_up = True
+    if events:
+        feed(c, list(events), [])
     return c
 
 
@@ -165,6 +176,36 @@ def test_a_replay_keeps_the_same_keys_and_another_key_other_ones(tmp_path_factor
     kept, again, elsewhere = (set(close(c)[SLOTS[0]]) for c in (first, replay, other))
     assert len(kept) == 3 and kept == again
     assert kept != elsewhere  # 3 of 200 twice alike: probability about 1e-6
+
+
+REPLAY = """
+import json, sys
+from tests.stream.test_collect_open import collector_at, feed, close
+c = collector_at(sys.argv[1], 2)
+feed(c, [tuple(e) for e in json.loads(sys.argv[2])], [3])
+print(json.dumps({str(s): v for s, v in close(c).items()}))
+"""
+
+
+def test_another_process_keeps_the_same_keys(tmp_path):
+    """Digests of users and keys are keyed per process: another process (a replay on another
+    worker) must still keep the same keys, from the salt and the documented hashes alone."""
+    import json
+    import subprocess
+    import sys
+
+    events = [(f"user-{u}", f"k-{u}-{j}", NOW - 50) for u in range(5) for j in range(20)]
+    here = close(collector_at(str(tmp_path), 2, events=tuple(events)))
+    out = subprocess.run(
+        [sys.executable, "-c", REPLAY, str(tmp_path / "child"), json.dumps(events)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    )
+    there = {int(s): v for s, v in json.loads(out.stdout).items()}
+    assert here == there and sum(n[0] for n in here[SLOTS[0]].values()) == 10
 
 
 def test_the_partial_counts_users_per_level_group(tmp_path_factory):

@@ -33,6 +33,7 @@ from app.stream.config import load_settings
 from app.stream.internal import (
     MAX_COUNT,
     InternalError,
+    OpenPartial,
     Partial,
     PartitionTally,
     StateError,
@@ -77,6 +78,9 @@ FIELDS = [
     "sent",
     "deadline",
     "levels",
+    "keys",
+    "chunk",
+    "chunks",
 ]
 scalars = (
     st.none()
@@ -85,7 +89,9 @@ scalars = (
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=8)
     | st.binary(max_size=8)
-    | st.sampled_from(["partial", "tick", "tally", "s", "loose", math.nan, math.inf, -1, 10**18])
+    | st.sampled_from(
+        ["partial", "open_partial", "tick", "tally", "s", "loose", math.nan, math.inf, -1, 10**18]
+    )
 )
 values = st.recursive(
     scalars,
@@ -114,7 +120,7 @@ def _typed_only(fn, error: type[Exception], raw: object) -> object | None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(value=values, kind=st.sampled_from(["partial", "tick", "tally"]))
+@given(value=values, kind=st.sampled_from(["partial", "open_partial", "tick", "tally"]))
 def test_a_partials_value_decodes_in_range_or_is_an_internal_error(value, kind):
     raw = packed({**value, "kind": kind} if isinstance(value, dict) else value)
     msg = _typed_only(decode, InternalError, raw)
@@ -123,6 +129,7 @@ def test_a_partials_value_decodes_in_range_or_is_an_internal_error(value, kind):
     assert decode(msg.encode()) == msg
     numbers = {
         Partial: lambda m: m.counts,
+        OpenPartial: lambda m: m.counts,
         PartitionTally: lambda m: [*m.support, *m.reports],
         Tick: lambda m: list(m.progress.values()),
     }[type(msg)](msg)
