@@ -37,7 +37,7 @@ from tests.integration.load import releases_by_slot, wait_released
 pytestmark = pytest.mark.integration
 
 SLOT_S = 1.0
-KILLS = 6
+KILLS = 4  # two after the worker is ready, two at a random moment (maybe mid start-up)
 USERS = 60
 POPULAR = [f"/page/{i}" for i in range(8)]
 CONFIG = f"""
