@@ -120,8 +120,10 @@ REPLAY_HELP = """Run a file of your own events through a stream of STREAMS.yaml 
 service would count and release them (slots, one value per user per slot, contribution bounds,
 levels and preferences, the mechanism and its noise), offline, without a broker. Writes one
 JSON line per slot (slot, start, released histogram, fresh or repeated, budget spent) and
-prints the utility against the exact histograms (MAE, top-k recall). With the deployment's
-DPSTREAM_NOISE_KEY and DPSTREAM_DEPLOYMENT set, the noise is the service's: the releases are
+prints the utility against the exact histograms (MAE, top-k recall; an open-domain stream's
+key -> count maps: MAE over true and released keys, top-10/100 recall and precision). With
+the deployment's DPSTREAM_NOISE_KEY and DPSTREAM_DEPLOYMENT set, the noise (and an open
+stream's max_keys bound) is the service's: the releases are
 the ones it would publish. Rows are user,ts,value (CSV with a header, or JSON lines), plus
 amount for a sum stream and an optional level (the user's preference from ts on); ts is Unix
 seconds or ISO 8601 (any offset; naive times in --tz). Rows may come in any order; a malformed
@@ -212,6 +214,13 @@ def register(subparsers: Any) -> None:
         help="start at the oldest retained release (default: the next one published)",
     )
     t.add_argument("--json", action="store_true", help="one JSON object per slot")
+    t.add_argument(
+        "--top",
+        type=int,
+        default=10,
+        metavar="K",
+        help="open-domain streams: the K keys of largest released count per slot (default 10)",
+    )
     t.add_argument(
         "--wide",
         action="store_true",

@@ -10,6 +10,12 @@ guarantee the release carries (:func:`~app.client.releases.guarantee_text`);
 ``--json`` prints one JSON object per slot (:meth:`~app.client.releases.SlotRelease.to_json`,
 plus ``labels`` when known), for ``jq`` or a pipeline. Everything printed is public.
 
+An open-domain stream's release (``domain: open``) is a key -> count map: its lines show the
+``--top K`` keys of largest released count (default 10; ties by key), a key selected at this
+slot marked ``+``, and how many keys the slot released; ``--wide`` adds the threshold, the
+retired keys and the eps and delta spent per level, and ``--json`` a ``top`` list of ``[key,
+count]`` pairs. The ranking is of released (noised) counts, so it is public too.
+
 Before it waits, it looks at the last records of the topic: a stream that is neither there nor
 in the configuration is refused at once (exit 2), naming the streams seen, as ``kcat`` would
 show them; a configured stream without releases yet gets a note, and the wait.
@@ -67,6 +73,65 @@ def format_line(release: SlotRelease, labels: tuple[str, ...] | None = None) -> 
     )
 
 
+TOP = 10
+"""An open stream's keys shown per slot unless ``--top`` says otherwise."""
+
+
+def top_keys(release: SlotRelease, k: int) -> list[tuple[str, float]]:
+    """An open stream's ``k`` keys of largest released count, ties by key (public: the
+    counts are the released ones).
+
+    >>> r = SlotRelease("urls", 3, 30.0, 40.0, (5.0, 9.0, 5.0), True, "open_uniform", {}, 1, 2,
+    ...                 keys=("/a", "/b", "/c"), new_keys=("/c",), status="publish",
+    ...                 threshold=4, retired=(), spent_exact_by_group={},
+    ...                 delta_spent_by_group={}, delta_spent_exact_by_group={})
+    >>> top_keys(r, 2)
+    [('/b', 9.0), ('/a', 5.0)]
+    """
+    return sorted(release.key_counts().items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def open_line(release: SlotRelease, k: int = TOP, wide: bool = False) -> str:
+    """An open stream's line: head, the top ``k`` keys (``+``: selected at this slot; as many
+    as fit in :data:`COMPACT_WIDTH`), and how many keys the slot released; ``wide`` shows all
+    ``k`` and adds the threshold, retired keys and spending.
+
+    >>> r = SlotRelease("urls", 3, 30.0, 40.0, (5.0, 9.0, 5.0), True, "open_uniform",
+    ...                 {"std": 0.1}, 1, 2, keys=("/a", "/b", "/c"), new_keys=("/c",),
+    ...                 status="publish", threshold=4, retired=("/z",),
+    ...                 spent_exact_by_group={"std": "1/10"}, delta_spent_by_group={"std": 1e-7},
+    ...                 delta_spent_exact_by_group={"std": "1/10000000"})
+    >>> print(open_line(r, 2))
+    urls 3 00:00:30Z fresh  | /b=9 /a=5 | 3 keys, 1 new
+    >>> print(open_line(r, 5, wide=True))  # doctest: +NORMALIZE_WHITESPACE
+    urls slot 3 1970-01-01T00:00:30Z..00:00:40Z fresh open_uniform | /b=9 /a=5 /c+=5 | 3 keys,
+    1 new, threshold 4, retired 1 | spent std eps=0.1 delta=1e-07
+    """
+    new = set(release.new_keys or ())
+    cells = [f"{key}{'+' if key in new else ''}={x:.0f}" for key, x in top_keys(release, k)]
+    size = f"{len(release.keys or ())} keys, {len(new)} new"
+    kind = "fresh " if release.fresh else "repeat"
+    if not wide:
+        head = f"{release.stream} {release.slot} {release.start_utc[11:]} {kind} |"
+        tail = f" | {size}"
+        fit = len(cells)
+        while fit and len(" ".join([head, *cells[:fit]])) + len(tail) > COMPACT_WIDTH:
+            fit -= 1
+        more = f" (+{len(cells) - fit}, --wide)" if fit < len(cells) else ""
+        return " ".join([head, *cells[:fit]]) + more + tail
+    shown = " ".join(cells)
+    delta = release.delta_spent_by_group or {}
+    spent = " ".join(
+        f"{level} eps={eps:.4g} delta={delta.get(level, 0.0):.4g}"
+        for level, eps in release.spent_by_group.items()
+    )
+    return (
+        f"{release.stream} slot {release.slot} {release.start_utc}..{release.end_utc[11:]} "
+        f"{kind} {release.mechanism} | {shown} | {size}, threshold {release.threshold}, "
+        f"retired {len(release.retired or ())} | spent {spent}"
+    )
+
+
 def compact_line(release: SlotRelease, frequencies: bool = False) -> str:
     """The default line: stream, slot, start (UTC time of day), fresh or repeat, the values in
     label order (:func:`legend` names them), cut to :data:`COMPACT_WIDTH` characters.
@@ -107,6 +172,16 @@ def legend(stream: str, labels: tuple[str, ...] | None, slot_s: float | None) ->
     return (
         f"{stream}: slot number, {slot}slot start (UTC), fresh or repeat (* = delayed), then the "
         f"released values: {names}. --wide: labels, end, mechanism, budget spent."
+    )
+
+
+def open_legend(stream: str, k: int, slot_s: float | None) -> str:
+    """What an open stream's lines show, printed once (on stderr) before them."""
+    slot = f"{slot_s:g} s " if slot_s else ""
+    return (
+        f"{stream}: slot number, {slot}slot start (UTC), fresh or repeat, then the top {k} "
+        "keys by released count (+ = selected at this slot) and how many keys the slot "
+        "released. --wide: threshold, retired keys, eps and delta spent."
     )
 
 
@@ -197,7 +272,10 @@ def tail(args: argparse.Namespace) -> int:
     labels = tuple(stream.labels) if stream is not None else None
     frequencies = stream is not None and stream.local
     if not args.json and not args.wide:
-        print(legend(args.stream, labels, stream.slot_s if stream else None), file=sys.stderr)
+        if stream is not None and stream.is_open:
+            print(open_legend(args.stream, args.top, stream.slot_s), file=sys.stderr)
+        else:
+            print(legend(args.stream, labels, stream.slot_s if stream else None), file=sys.stderr)
     last = time.monotonic()
     count = getattr(args, "count", 0)
     shown = 0
@@ -233,11 +311,16 @@ def _render(
     args: argparse.Namespace,
     frequencies: bool,
 ) -> str:
+    k = getattr(args, "top", TOP)
     if not args.json:
+        if release.is_open:
+            return open_line(release, k, wide=getattr(args, "wide", False))
         if getattr(args, "wide", False):
             return format_line(release, labels)
         return compact_line(release, frequencies)
     out: dict[str, Any] = release.to_json()
-    if labels is not None:
+    if release.is_open:
+        out["top"] = [list(pair) for pair in top_keys(release, k)]
+    elif labels is not None:
         out["labels"] = list(labels)
     return json.dumps(out, separators=(",", ":"))

@@ -7,6 +7,8 @@ every value had to count and what every user spent, then judges:
 - :mod:`app.verify.rules`: the slot and level rules, restated on their own;
 - :mod:`app.verify.account`: the central accountant (values, groups, partials, releases, users);
 - :mod:`app.verify.local`: the local accountant (every device's answers against its window);
+- :mod:`app.verify.open`: the open-domain accountant (``max_keys`` per user through
+  :mod:`app.verify.bound`, and every window's eps and delta per user);
 - :mod:`app.verify.windows`: per-user window spend and two-groups checks, vectorized;
 - :mod:`app.verify.verdict`: what it finds; :mod:`app.verify.report`: text and JSON;
 - :mod:`app.verify.run`: read + judge as one call; :mod:`app.verify.cli`: the verb.

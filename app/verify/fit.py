@@ -5,7 +5,7 @@ Both would otherwise print a verdict about nothing: a streams file with other le
 than the deployment's reads none of its values (or puts them in the wrong groups) and reports
 "no violation" with 0 values accounted, a false all-clear. So the configuration is checked
 against what the release agent wrote (every ``audit`` record of the stream names its levels,
-every ``releases`` record has ``d`` bins; the ledger's fingerprint, checked by
+every ``releases`` record of a labels stream has ``d`` bins; the ledger's fingerprint, checked by
 :func:`app.verify.run.verify`, covers the mechanism and its parameters), and a verdict that
 accounts for no value is refused. Both are :class:`CannotJudge` (one line, exit 2).
 """
@@ -42,6 +42,8 @@ def check_fit(stream: StreamConfig, snap: Snapshot) -> None:
                 f"{', '.join(map(str, spent))} (audit slot {rec.get('slot')}), this "
                 f"configuration has {', '.join(names)}; {HINT}"
             )
+    if stream.is_open:
+        return  # a key -> count map: no number of labels to compare
     for m, rec in records_of(snap.releases, "releases", stream.id):
         histogram = rec.get("histogram")
         if not isinstance(histogram, list):

@@ -31,6 +31,11 @@ def to_dict(verdict: Verdict, show_users: bool = False) -> dict[str, Any]:
                 "eps": lv.eps,
                 "users": lv.users,
                 "worst_window_fraction": round(lv.worst, 9),
+                **(
+                    {"delta": lv.delta, "worst_window_delta_fraction": round(lv.worst_delta, 9)}
+                    if lv.delta is not None
+                    else {}
+                ),
             }
             for lv in verdict.levels
         ],
@@ -83,10 +88,14 @@ def to_text(verdict: Verdict, show_users: bool = False) -> str:
     else:
         lines.append("  slots released: none")
     for lv in verdict.levels:
-        lines.append(
-            f"  level {lv.name} (w={lv.w}, eps={lv.eps:g}): {lv.users} users, worst window "
-            f"spend {lv.worst:.4f} of eps"
+        delta = f", delta={lv.delta:g}" if lv.delta is not None else ""
+        line = (
+            f"  level {lv.name} (w={lv.w}, eps={lv.eps:g}{delta}): {lv.users} users, worst "
+            f"window spend {lv.worst:.4f} of eps"
         )
+        if lv.delta is not None:
+            line += f", {lv.worst_delta:.4f} of delta"
+        lines.append(line)
     lines.append(f"  {what} accounted: {verdict.released:g}")
     if verdict.unit is not None:
         u = verdict.unit

@@ -10,6 +10,7 @@ from app.stream.config import Settings, StreamConfig
 from app.verify.account import account_central
 from app.verify.fit import check_accounted, check_fit
 from app.verify.local import account_local
+from app.verify.open import account_open
 from app.verify.read import Snapshot, read_snapshot
 from app.verify.units import check_unit
 from app.verify.verdict import Verdict, Violation
@@ -28,7 +29,7 @@ def judge(stream: StreamConfig, snap: Snapshot, others: Sequence[StreamConfig] =
         verdict = account_local(stream, snap)
         check_accounted(verdict)
         return verdict
-    verdict = account_central(stream, snap)
+    verdict = _account(stream, snap)
     check_accounted(verdict)
     if stream.unit is not None and verdict.spend_rows is not None:
         rows = {stream.id: verdict.spend_rows}
@@ -36,7 +37,7 @@ def judge(stream: StreamConfig, snap: Snapshot, others: Sequence[StreamConfig] =
         for other in others:
             if other.id in members and other.id != stream.id and not other.local:
                 check_fit(other, snap)  # judged with its own configuration, or not at all
-                theirs = account_central(other, snap).spend_rows
+                theirs = _account(other, snap).spend_rows
                 if theirs is not None:
                     rows[other.id] = theirs
         verdict.unit = check_unit(stream.unit, rows)
@@ -52,6 +53,11 @@ def judge(stream: StreamConfig, snap: Snapshot, others: Sequence[StreamConfig] =
                 )
             )
     return verdict
+
+
+def _account(stream: StreamConfig, snap: Snapshot) -> Verdict:
+    """A central stream's accountant: the open-domain one or the labels one."""
+    return account_open(stream, snap) if stream.is_open else account_central(stream, snap)
 
 
 def verify(

@@ -13,6 +13,8 @@ KINDS = {
     "overcount": "more values counted than the events hold",
     "two_groups": "user in two groups within one window",
     "overspend": "user spent more than its eps in a window of its w",
+    "delta_overspend": "user spent more than the level's delta in a window of its w (open)",
+    "key_bound": "a user counted for more than max_keys distinct keys in a slot (open)",
     "device_window": "device answered beyond its eps in a window of its w",
     "release_differs": "slot released twice with different bytes",
     "release_missing": "slot never released between released slots",
@@ -48,6 +50,10 @@ class LevelSpend:
     eps: float
     users: int
     worst: float
+    delta: float | None = None
+    """An open stream's level: its window's delta (None: a labels stream, eps only)."""
+    worst_delta: float = 0.0
+    """The worst window's delta spend of any user, as a fraction of :attr:`delta`."""
 
 
 @dataclass

@@ -14,6 +14,11 @@ slots ending at the last slot (the figure ``eps`` bounds) as bars; then per stre
 that lost values as late and the release lag, the consumer lag per topic and the dead letters
 by reason, read from the worker's own metrics.
 
+An open-domain stream's (``domain: open``) releases are key -> count maps: the page shows, for
+its last :data:`OPEN_SLOTS` slots, the :data:`OPEN_TOP` keys of largest released count as a
+table of bars (a key selected at that slot marked ``+``), and its levels' window spend of
+delta beside eps. The ranking is of the released (noised) counts only.
+
 Everything shown is public or an operator figure that ``/metrics`` already exposes: released
 (noised) histograms, budgets, lag, rejected-message counts. No exact count of the data (events
 accepted, late or duplicate) appears here, whatever ``DPSTREAM_EXPOSE_DATA_COUNTS`` says.
@@ -53,6 +58,12 @@ BUDGET_OVER_COLOR = "#d62728"
 """Red is for alerts: only a window spent beyond eps (which the ledger refuses) is drawn red."""
 
 REFRESH_S = 5
+OPEN_SLOTS = 6
+"""An open stream's slots drawn (the most recent)."""
+OPEN_TOP = 10
+"""An open stream's keys drawn per slot: the largest released counts."""
+OPEN_KEY_CHARS = 32
+"""A key longer than this is cut on the page (its whole text is in the bar's tooltip)."""
 
 
 @dataclass
@@ -198,9 +209,10 @@ def _stream_section(
             else []
         ),
         *([_unit_line(config.unit)] if config.unit else []),
-        _chart(config, releases),
+        _open_chart(releases) if config.is_open else _chart(config, releases),
         "<table><tr><th>level</th><th>w</th><th>eps</th>"
-        f"<th colspan='2'>{e(WINDOW_LABEL)}</th><th>window (UTC)</th></tr>",
+        f"<th colspan='2'>{e(WINDOW_LABEL)}</th><th>window (UTC)</th>"
+        f"{'<th>delta spent in the window</th>' if config.is_open else ''}</tr>",
     ]
     view = budget_json(config, window, last_slot)
     cohorts = _asks_cohorts(config)
@@ -219,7 +231,8 @@ def _stream_section(
         out.append(
             f"<tr><td>{e(row['level'])}</td><td>{row['w']}</td><td>{row['eps']:g}</td>"
             f"<td>{bar}</td><td>{row['window_spent']:.4g} of eps {row['eps']:g} "
-            f"({row['fraction']:.0%})</td><td>{span}</td></tr>"
+            f"({row['fraction']:.0%})</td><td>{span}</td>"
+            f"{_delta_cell(row) if config.is_open else ''}</tr>"
         )
     out.append("</table>")
     note = (
@@ -239,6 +252,65 @@ def _stream_section(
         note += " Every user of the level spends what the release spent."
     out.append(f"<p class='note'>{note}</p>")
     return out
+
+
+def _delta_cell(row: dict[str, Any]) -> str:
+    """An open stream's level (a :func:`budget_json` row): the delta spent in the window ending
+    at the last slot, of the level's delta."""
+    if "delta" not in row:
+        return "<td>-</td>"
+    return (
+        f"<td>{row['window_delta_spent']:.3g} of delta {row['delta']:g} "
+        f"({row['delta_fraction']:.0%})</td>"
+    )
+
+
+def _open_chart(releases: list[dict[str, Any]]) -> str:
+    """An open stream's last :data:`OPEN_SLOTS` releases: per slot (a column) the
+    :data:`OPEN_TOP` keys of largest released count (ties by key), each a bar scaled to the
+    largest count shown (negative counts: no bar), fresh in blue, repeated in grey."""
+    e = html.escape
+    if not releases:
+        return "<p class='note'>no release yet</p>"
+    shown = releases[-OPEN_SLOTS:]
+    columns: list[list[tuple[str, float, bool]]] = []
+    for rel in shown:
+        pairs = sorted(
+            zip(rel.get("keys") or [], rel["histogram"], strict=False),
+            key=lambda kv: (-float(kv[1]), kv[0]),
+        )[:OPEN_TOP]
+        new = set(rel.get("new_keys") or [])
+        columns.append([(str(k), float(x), k in new) for k, x in pairs])
+    hi = max([x for col in columns for _, x, _ in col] + [1.0])
+    head = "".join(
+        f"<th>{e(utc_time(float(rel['start'])))} ({len(rel.get('keys') or [])} keys"
+        f"{', repeat' if not rel['fresh'] else ''})</th>"
+        for rel in shown
+    )
+    rows = []
+    for rank in range(max(len(col) for col in columns)):
+        cells = []
+        for rel, col in zip(shown, columns, strict=True):
+            if rank >= len(col):
+                cells.append("<td></td>")
+                continue
+            key, x, selected = col[rank]
+            color = FRESH_COLOR if rel["fresh"] else REPEAT_COLOR
+            width = 80 * max(0.0, x) / hi
+            name = key if len(key) <= OPEN_KEY_CHARS else key[: OPEN_KEY_CHARS - 1] + "\u2026"
+            cells.append(
+                f"<td><svg width='80' height='10' role='img'><rect width='{width:.1f}' "
+                f"height='10' fill='{color}'><title>slot {rel['slot']} {e(key)} = {x:g}</title>"
+                f"</rect></svg> {e(name)}{'<b>+</b>' if selected else ''} {x:.0f}</td>"
+            )
+        rows.append(f"<tr><td>{rank + 1}</td>{''.join(cells)}</tr>")
+    return (
+        f"<table><tr><th>rank</th>{head}</tr>{''.join(rows)}</table>"
+        f"<p class='note'>The {OPEN_TOP} keys of largest released (noised) count per slot "
+        "(slot start, UTC); <b>+</b>: selected at that slot (its noisy count reached the "
+        "threshold), the others were public before it and are released whether or not anybody "
+        "sent them. Nothing here is exact.</p>"
+    )
 
 
 WINDOW_LABEL = "max per-user spend in the last w slots"

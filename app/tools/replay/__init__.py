@@ -7,11 +7,9 @@
 - :mod:`~app.tools.replay.summary`: the utility against the exact histograms;
 - :mod:`~app.tools.replay.command`: the verb's handler.
 
-Kinds: every stream the service releases centrally (labels, sums, levels, period mechanisms).
-An open-domain stream (``domain: open``, :mod:`app.dp.open`) plugs in as one more kind once the
-service runs it: :func:`~app.tools.replay.run.check_replayable` admits it, :class:`Replay`
-takes its collector and step from the service as it does here (the slot's key -> count map in,
-the released map out), :class:`~app.tools.replay.run.Released` carries the map, and
-:class:`~app.tools.replay.summary.Utility` adds the keys' top-k recall and precision. The reader,
-the ordering and the block-by-block closing do not change.
+- :mod:`~app.tools.replay.open`: an open-domain stream (``domain: open``): the same collector
+  (its keyed ``max_keys`` bound) and the release agent's ``step_counts``, key -> count maps.
+
+Kinds: every stream the service releases centrally (labels, sums, levels, period mechanisms,
+open-domain). The reader, the ordering and the block-by-block closing are shared.
 """

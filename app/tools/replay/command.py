@@ -24,9 +24,10 @@ from tqdm import tqdm
 
 from app.stream.config import Settings, StreamConfig, load_settings
 from app.stream.errors import ConfigError
+from app.tools.replay.open import OpenReplay
 from app.tools.replay.read import BadRow, Row, file_format, parse_ts, read_rows
 from app.tools.replay.run import Replay, check_replayable, replay_rows
-from app.tools.replay.summary import Utility
+from app.tools.replay.summary import OpenUtility, Utility
 
 EXIT_CONFIG = 2
 SHOWN_BAD = 1000
@@ -87,7 +88,8 @@ def _read(args: argparse.Namespace, stream: StreamConfig, tz: tzinfo, bad: _Bad)
     ):
         fmt = args.format or file_format(args.events, f.read(4096))
         f.seek(0)
-        for row in read_rows(_counted(f, bar), fmt, tz, frozenset(stream.labels)):
+        labels = None if stream.is_open else frozenset(stream.labels)
+        for row in read_rows(_counted(f, bar), fmt, tz, labels):
             if isinstance(row, BadRow):
                 bad(row)
             else:
@@ -109,14 +111,16 @@ def run_replay(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"{PREFIX}{exc}", file=sys.stderr)
         return EXIT_CONFIG
-    replay = Replay(stream, key, deployment, first, last)
+    replay = (OpenReplay if stream.is_open else Replay)(stream, key, deployment, first, last)
     bad = _Bad(replay.tally.bad)
     try:
         rows = _read(args, stream, tz, bad)
     except OSError as exc:
         print(f"{PREFIX}cannot read {args.events}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    utility = Utility(stream, k=args.top)
+    utility: Utility | OpenUtility = (OpenUtility if stream.is_open else Utility)(
+        stream, k=args.top
+    )
     with ExitStack() as stack:
         out: IO[str] = (
             stack.enter_context(open(args.out, "w", encoding="utf-8")) if args.out else sys.stdout

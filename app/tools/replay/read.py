@@ -93,7 +93,9 @@ def _text(raw: Any, name: str) -> str:
     return text
 
 
-def _row(line: int, fields: dict[str, Any], tz: tzinfo, labels: frozenset[str], csv_: bool) -> Row:
+def _row(
+    line: int, fields: dict[str, Any], tz: tzinfo, labels: frozenset[str] | None, csv_: bool
+) -> Row:
     """A :class:`Row` from one record's fields; :class:`ValueError` or :class:`KeyError`."""
     user = _text(fields["user"], "user")
     if not user:
@@ -108,12 +110,16 @@ def _row(line: int, fields: dict[str, Any], tz: tzinfo, labels: frozenset[str], 
         return Row(line, user, ts, None, None, level)
     if isinstance(value, str):
         value.encode("utf-8")
-        if csv_ and value not in labels and value.strip().lstrip("-").isdigit():
+        if csv_ and labels is not None and value not in labels and _digits(value):
             value = int(value)
     amount = fields.get("amount")
     if csv_ and amount not in (None, ""):
         amount = float(amount)
     return Row(line, user, ts, value, amount, level)
+
+
+def _digits(value: str) -> bool:
+    return value.strip().lstrip("-").isdigit()
 
 
 def _why(exc: Exception) -> tuple[str, str]:
@@ -124,8 +130,9 @@ def _why(exc: Exception) -> tuple[str, str]:
     return "bad_field", str(exc)[:200]
 
 
-def rows_csv(f: Iterable[str], tz: tzinfo, labels: frozenset[str]) -> Iterator[Row | BadRow]:
-    """The rows of a CSV file with a header line naming its columns."""
+def rows_csv(f: Iterable[str], tz: tzinfo, labels: frozenset[str] | None) -> Iterator[Row | BadRow]:
+    """The rows of a CSV file with a header line naming its columns (``labels`` None: an
+    open-domain stream, whose values are keys and stay strings)."""
     csv.field_size_limit(MAX_FIELD)
     reader = csv.reader(f)
     try:
@@ -190,8 +197,9 @@ def file_format(path: Path, head: str) -> str:
 
 
 def read_rows(
-    f: Iterable[str], fmt: str, tz: tzinfo, labels: frozenset[str] = frozenset()
+    f: Iterable[str], fmt: str, tz: tzinfo, labels: frozenset[str] | None = frozenset()
 ) -> Iterator[Row | BadRow]:
     """The rows of an events file's lines (an open file) of format ``fmt`` (see
-    :func:`file_format`)."""
+    :func:`file_format`); ``labels``: the stream's, None for an open-domain stream (a CSV
+    value that looks like an integer is then a key, not an index)."""
     return rows_csv(f, tz, labels) if fmt == "csv" else rows_jsonl(f, tz)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from app.dp.mechanism import Mechanism
+from app.dp.open import OpenRelease
 from app.dp.types import Release
 from app.stream.collect.events import Collector, Record
 from app.stream.config import StreamConfig
@@ -79,6 +80,46 @@ class Released:
 
 
 @dataclass
+class OpenReleased:
+    """One released slot of an open stream, with the bounded exact counts it was computed from
+    (never written out)."""
+
+    slot: int
+    release: OpenRelease
+    exact: dict[str, int]
+    window: list[Any]
+    """The mechanism's window report after the slot, per level (eps and delta spent)."""
+
+    def line(self, stream: StreamConfig) -> dict[str, Any]:
+        """The JSON line of this slot: the fields of an open ``releases`` record a replay
+        knows, with the release as a key -> count map (``counts``, keys sorted as the release
+        sorts them), and the levels' window spend of eps and delta after it."""
+        names = stream.level_names
+        rel = self.release
+        return {
+            "stream": stream.id,
+            "slot": self.slot,
+            "start": stream.slots.start(self.slot),
+            "end": stream.slots.end(self.slot),
+            "counts": rel.histogram(),
+            "new_keys": [k for k, new in zip(rel.keys, rel.new.tolist(), strict=True) if new],
+            "retired": list(rel.retired),
+            "threshold": rel.threshold,
+            "fresh": bool(rel.fresh),
+            "status": rel.status,
+            "mechanism": rel.mechanism,
+            "spent_by_group": dict(zip(names, map(float, rel.eps_spent), strict=True)),
+            "delta_spent_by_group": dict(zip(names, map(float, rel.delta_spent), strict=True)),
+            "window_spent_by_group": {
+                n: float(w.spent) for n, w in zip(names, self.window, strict=True)
+            },
+            "window_delta_spent_by_group": {
+                n: float(w.delta_spent) for n, w in zip(names, self.window, strict=True)
+            },
+        }
+
+
+@dataclass
 class Tally:
     """What the replay counted: rows refused by reason, the collector's outcomes."""
 
@@ -90,7 +131,7 @@ class Tally:
 
 def check_replayable(stream: StreamConfig) -> None:
     """:class:`ConfigError` unless the service releases ``stream`` centrally (the kinds a
-    replay runs; an open-domain stream plugs in as one more kind, see the package)."""
+    replay runs, open-domain streams included)."""
     if stream.local:
         raise ConfigError(
             f"stream {stream.id!r} is a local stream: its values are noised on the devices, "
@@ -115,7 +156,7 @@ class Replay:
         self.first, self.last = first, last
         # The replay's clock is its own (see the module): the counting stream, on a wall clock.
         counting = dataclasses.replace(stream, clock="wall")
-        self.collector = Collector([counting], partitions_total=1)
+        self.collector = Collector([counting], 1, key, deployment)  # key: an open bound's salt
         self.collector.assign(PARTITION)
         self.collector.mark_caught_up(PARTITION)
         self.collector.observe_fetch(PARTITION, -1e12, True, GAP_S)  # a healthy run starts
@@ -157,17 +198,14 @@ class Replay:
             for refused, rec in self.collector.add_batch(PARTITION, records, math.inf):
                 on_bad(BadRow(rec.offset, refused.reason, refused.detail))
 
-    def close_before(self, ts: float) -> Iterator[Released]:
+    def close_before(self, ts: float) -> Iterator[Released | OpenReleased]:
         """Close every slot due by ``ts`` (no later row can fall in it) and release it."""
         if ts <= self.fetched:
             return
         self.fetched = ts
         self.collector.observe_fetch(PARTITION, ts, True, GAP_S)
         partials, _ = self.collector.flush()
-        for p in partials:
-            if any(p.counts):
-                counts = np.asarray(p.counts, dtype=self.dtype).reshape(self.shape)
-                self.counts[p.slot] = self.counts.get(p.slot, 0) + counts
+        self._keep(partials)
         for outcome_key, n in self.collector.take_outcomes().items():
             self.tally.outcomes[outcome_key[1]] += n
         top = self.stream.slots.last_closable(ts)
@@ -175,7 +213,14 @@ class Replay:
             top = min(top, self.last)
         yield from self._release_through(top)
 
-    def finish(self) -> Iterator[Released]:
+    def _keep(self, partials: list[Any]) -> None:
+        """Add the flushed partials' counts to their slots' (a stream's own kind of partial)."""
+        for p in partials:
+            if any(p.counts):
+                counts = np.asarray(p.counts, dtype=self.dtype).reshape(self.shape)
+                self.counts[p.slot] = self.counts.get(p.slot, 0) + counts
+
+    def finish(self) -> Iterator[Released | OpenReleased]:
         """Close and release every slot through ``last`` (default: the latest row's)."""
         part = self.collector.partitions[PARTITION]
         newest = part.max_ts if part.max_ts > -math.inf else None
@@ -188,7 +233,7 @@ class Replay:
         yield from self.close_before(self.stream.slots.due(last) + self.stream.slots.slot_s)
         yield from self._release_through(last)
 
-    def _release_through(self, top: int) -> Iterator[Released]:
+    def _release_through(self, top: int) -> Iterator[Released | OpenReleased]:
         if self.next_slot is None:
             return
         population = [lv.population for lv in self.stream.levels]  # public, as the service's
@@ -217,7 +262,7 @@ def replay_rows(
     rows: Iterable[Row],
     on_bad: Callable[[BadRow], None],
     on_block: Callable[[int], None] = lambda n: None,
-) -> Iterator[Released]:
+) -> Iterator[Released | OpenReleased]:
     """Run sorted ``rows`` through ``replay`` block by block; the released slots in order."""
     block: list[Row] = []
     for row in rows:
