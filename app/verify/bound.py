@@ -13,9 +13,9 @@ count beyond the bound is always caught):
    any explanation, a light user left out of a key it sent can replace whoever covers that key
    (a heavy user then only frees capacity). So each key needs ``max(0, count - light senders)``
    from the *heavy* users;
-3. the heavy users cover those needs by augmenting paths (source -> key, capacity its need;
-   key -> heavy user who sent it, capacity 1; user -> sink, capacity ``max_keys``). Whatever is
-   left uncovered was counted beyond the bound (``key_bound``).
+3. the heavy users cover those needs: a maximum flow (source -> key, capacity its need; key ->
+   heavy user who sent it, capacity 1; user -> sink, capacity ``max_keys``), by Dinic's
+   algorithm. Whatever is left uncovered was counted beyond the bound (``key_bound``).
 
 >>> need = feasible({"a": 1, "b": 1}, {"u": {"a", "b"}}, max_keys=1)
 >>> need.overcount, need.beyond
@@ -75,75 +75,88 @@ def feasible(counts: Mapping[str, int], sent: Mapping[str, set[str]], max_keys: 
 
 def _cover(wanted: dict[str, int], heavy: Mapping[str, set[str]], max_keys: int) -> int:
     """Max flow of source -> key (``wanted``) -> heavy user who sent it (1) -> sink
-    (``max_keys``), by breadth-first augmenting paths (Edmonds-Karp on a unit graph)."""
-    holders: dict[str, list[str]] = {k: [] for k in wanted}
-    for user, keys in heavy.items():
-        for k in keys:
-            if k in holders:
-                holders[k].append(user)
-    left = dict(wanted)  # residual capacity source -> key
-    load = dict.fromkeys(heavy, 0)  # flow user -> sink
-    covers: dict[str, set[str]] = {u: set() for u in heavy}  # flow key -> user (one unit)
-    flow = 0
-    while _augment(left, holders, covers, load, max_keys):
-        flow += 1
-    return flow
+    (``max_keys``), by Dinic's algorithm (level graph by breadth-first search, then blocking
+    flows by depth-first search; a few phases on a graph of unit middle edges)."""
+    keys = list(wanted)
+    users = [u for u, sent in heavy.items() if any(k in wanted for k in sent)]
+    at = {k: i + 1 for i, k in enumerate(keys)}
+    source, sink = 0, len(keys) + len(users) + 1
+    net = _Network(sink + 1)
+    for k in keys:
+        net.add(source, at[k], wanted[k])
+    for j, u in enumerate(users, start=len(keys) + 1):
+        for k in heavy[u]:
+            if k in at:
+                net.add(at[k], j, 1)
+        net.add(j, sink, max_keys)
+    return net.max_flow(source, sink)
 
 
-def _augment(
-    left: dict[str, int],
-    holders: Mapping[str, list[str]],
-    covers: dict[str, set[str]],
-    load: dict[str, int],
-    max_keys: int,
-) -> bool:
-    """One augmenting path from the source to the sink, applied; False when there is none.
+class _Network:
+    """A flow network on nodes ``0 .. n - 1``: edges in flat lists (a reverse edge beside each)."""
 
-    Nodes: keys (reached from the source while their need is left, or backwards from a user
-    covering them) and users (reached from a key they sent and do not cover yet)."""
-    by_key: dict[str, str | None] = {}
-    by_user: dict[str, str] = {}
-    queue: deque[tuple[str, str]] = deque()
-    for key, rest in left.items():
-        if rest > 0:
-            by_key[key] = None
-            queue.append(("k", key))
-    while queue:
-        kind, node = queue.popleft()
-        if kind == "k":
-            for user in holders.get(node, ()):
-                if user in by_user or node in covers[user]:
-                    continue
-                by_user[user] = node
-                if load[user] < max_keys:
-                    _apply(user, by_key, by_user, left, covers, load)
-                    return True
-                queue.append(("u", user))
-        else:
-            for key in covers[node]:  # undo one of the user's covers: a backward edge
-                if key not in by_key:
-                    by_key[key] = node
-                    queue.append(("k", key))
-    return False
+    def __init__(self, n: int) -> None:
+        self.adj: list[list[int]] = [[] for _ in range(n)]
+        self.to: list[int] = []
+        self.cap: list[int] = []
 
+    def add(self, a: int, b: int, cap: int) -> None:
+        self.adj[a].append(len(self.to))
+        self.to.append(b)
+        self.cap.append(cap)
+        self.adj[b].append(len(self.to))
+        self.to.append(a)
+        self.cap.append(0)
 
-def _apply(
-    user: str,
-    by_key: dict[str, str | None],
-    by_user: dict[str, str],
-    left: dict[str, int],
-    covers: dict[str, set[str]],
-    load: dict[str, int],
-) -> None:
-    """Push one unit along the path found: it ends at ``user`` (who gains a cover) and walks
-    back through keys handed from one user to the next, to a key whose need it lowers."""
-    load[user] += 1
-    while True:
-        key = by_user[user]
-        covers[user].add(key)
-        previous = by_key[key]
-        if previous is None:
-            left[key] -= 1
-            return
-        covers[previous].discard(key)
-        user = previous
+    def max_flow(self, s: int, t: int) -> int:
+        flow = 0
+        while True:
+            level = self._levels(s)
+            if level[t] < 0:
+                return flow
+            nxt = [0] * len(self.adj)
+            while pushed := self._push(s, t, level, nxt):
+                flow += pushed
+
+    def _levels(self, s: int) -> list[int]:
+        level = [-1] * len(self.adj)
+        level[s] = 0
+        queue = deque([s])
+        while queue:
+            v = queue.popleft()
+            for e in self.adj[v]:
+                w = self.to[e]
+                if self.cap[e] > 0 and level[w] < 0:
+                    level[w] = level[v] + 1
+                    queue.append(w)
+        return level
+
+    def _push(self, s: int, t: int, level: list[int], nxt: list[int]) -> int:
+        """One augmenting path in the level graph (iterative depth-first search, each node's
+        edges tried once per phase), applied; 0 when the phase's flow is blocking."""
+        path: list[int] = []  # edges from s
+        v = s
+        while True:
+            if v == t:
+                pushed = min(self.cap[e] for e in path)
+                for e in path:
+                    self.cap[e] -= pushed
+                    self.cap[e ^ 1] += pushed
+                return pushed
+            edges = self.adj[v]
+            while nxt[v] < len(edges):
+                e = edges[nxt[v]]
+                w = self.to[e]
+                if self.cap[e] > 0 and level[w] == level[v] + 1:
+                    break
+                nxt[v] += 1
+            else:
+                if v == s:
+                    return 0
+                level[v] = -1  # a dead end: never again this phase
+                e = path.pop()
+                v = self.to[e ^ 1]
+                nxt[v] += 1
+                continue
+            path.append(edges[nxt[v]])
+            v = self.to[edges[nxt[v]]]
