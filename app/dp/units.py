@@ -24,6 +24,26 @@ A stream under the add-remove relation states ``eps`` for adding or removing a u
 change of one user's values costs twice that. A unit's figure is stated in the service's
 default relation, ``replace``, so those streams count double (:func:`relation_factor`).
 
+Open-domain streams (``domain: open``, :mod:`app.dp.open`) are ``(eps, delta)``-DP per window:
+each level's ledger keeps the sum of ``delta`` over any ``w`` slots within the level's ``delta``
+as it keeps ``eps`` (:mod:`app.dp.open.ledger`). By basic composition the deltas of the slots
+an interval touches add up like their eps, so a stream's delta term is :func:`stream_loss` on
+the levels' ``(w, delta)`` pairs, and a unit's delta is the sum of its streams' (0 for a unit
+without an open stream: pure eps-DP). The relation factor applies to delta once, and only to
+convert an ``add-remove`` stream to ``replace``; it never double-counts, because an open
+mechanism is calibrated for its own stream's relation (``sensitivity`` 2 under ``replace``,
+1 under ``add-remove``, :attr:`app.stream.config.model.StreamConfig.sensitivity`): with
+``Delta = sensitivity * max_keys`` the counts are drawn at ``eps_t / Delta`` and the threshold
+is set so that the keys only the changed user holds (at most ``Delta`` over both sides) pass
+with total probability at most ``delta_t`` (:mod:`app.dp.open.threshold`). So
+
+* a ``replace`` stream's ``(eps_t, delta_t)`` already is the replace guarantee: factor 1;
+* an ``add-remove`` stream (``Delta = max_keys``) under one replacement moves the count vector
+  by at most ``2 max_keys`` in L1 (``2 eps_t``, the Laplace ratio) and has at most
+  ``2 max_keys`` one-sided keys, each passing with probability ``delta_t / max_keys``: the
+  union bound gives ``2 delta_t``. Factor 2 on both, from the mechanism's own argument (generic
+  group privacy would give ``(1 + e**eps_t) delta_t``, larger and not needed here).
+
 >>> slots_touched(Fraction(3600), Fraction(60)), slots_touched(Fraction(90), Fraction(60))
 (61, 3)
 >>> stream_loss(61, [(10, 1.0)], default=0)
@@ -87,6 +107,8 @@ class StreamTerm:
     """The most slots an interval touches."""
     loss: float
     """The most one user loses in them, in the ``replace`` relation."""
+    delta: float | None = None
+    """The most delta one user loses in them, in ``replace`` (None: the stream is pure eps-DP)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +119,7 @@ class UnitBound:
     interval_s: float
     terms: tuple[StreamTerm, ...]
     cap_eps: float | None = None
+    cap_delta: float | None = None
 
     @property
     def eps(self) -> float:
@@ -104,16 +127,40 @@ class UnitBound:
         return math.fsum(t.loss for t in self.terms)
 
     @property
+    def delta(self) -> float:
+        """The bound's delta: the sum of the open streams' delta terms (0 without one)."""
+        return math.fsum(t.delta for t in self.terms if t.delta is not None)
+
+    @property
+    def states_delta(self) -> bool:
+        """Whether the bound is an ``(eps, delta)`` one: an open stream or a ``cap_delta``."""
+        return self.cap_delta is not None or any(t.delta is not None for t in self.terms)
+
+    @property
     def within_cap(self) -> bool:
         return self.cap_eps is None or self.eps <= self.cap_eps
 
+    @property
+    def within_cap_delta(self) -> bool:
+        return self.cap_delta is None or self.delta <= self.cap_delta
+
     def as_json(self) -> dict[str, object]:
-        """The bound as plain JSON (``/budget``, audit records, ``ledger show``)."""
+        """The bound as plain JSON (``/budget``, audit records, ``ledger show``); the delta
+        keys only when :attr:`states_delta` (a pure-eps unit's record is unchanged)."""
+        delta = {"bound_delta": self.delta, "cap_delta": self.cap_delta}
         return {
             "unit": self.unit,
             "interval_s": self.interval_s,
             "bound_eps": self.eps,
             "cap_eps": self.cap_eps,
+            **(delta if self.states_delta else {}),
             "relation": "replace",
-            "streams": {t.stream: {"slots": t.slots, "eps": t.loss} for t in self.terms},
+            "streams": {t.stream: _term_json(t) for t in self.terms},
         }
+
+
+def _term_json(term: StreamTerm) -> dict[str, object]:
+    out: dict[str, object] = {"slots": term.slots, "eps": term.loss}
+    if term.delta is not None:
+        out["delta"] = term.delta
+    return out

@@ -23,7 +23,8 @@ partition)`` a key -> count partial; every slot spends an ``(eps, delta)`` per l
    ``audit`` record of each slot the user contributed to. An open mechanism protects every user
    under every level at once (it draws at the strictest level and records each level's share),
    so each user is judged under each level. The privacy unit across streams takes the default
-   level's eps of each slot (what :mod:`app.stream.config.units` counts for the stream).
+   level's eps and delta of each slot (what :mod:`app.stream.config.units` counts for the
+   stream).
 """
 
 from __future__ import annotations
@@ -212,12 +213,14 @@ def _users(
         verdict.levels.append(
             LevelSpend(lv.name, lv.w, lv.eps, users, worst[0], lv.delta, worst[1])
         )
-    verdict.spend_rows = UserSpend(  # for the privacy unit: the default level's eps
+    factor = relation_factor(stream.neighbours)
+    verdict.spend_rows = UserSpend(  # for the privacy unit: the default level's eps and delta
         tuple(vals.users),
         user,
         slot.astype(np.float64) * stream.slot_s,
         (slot + 1).astype(np.float64) * stream.slot_s,
-        eps[:, stream.default_level] * relation_factor(stream.neighbours),
+        eps[:, stream.default_level] * factor,
+        delta[:, stream.default_level] * factor,
     )
 
 

@@ -71,6 +71,11 @@ def _unit(verdict: Verdict) -> dict[str, Any] | None:
         "streams_judged": list(u.streams),
         "users": u.users,
         "worst": round(u.worst, 9),
+        **(
+            {"bound_delta": u.bound.delta, "worst_delta": u.worst_delta}
+            if u.bound.states_delta
+            else {}
+        ),
     }
 
 
@@ -102,6 +107,7 @@ def to_text(verdict: Verdict, show_users: bool = False) -> str:
         lines.append(
             f"  privacy unit {u.bound.unit} ({', '.join(u.streams)}): {u.users} users, worst "
             f"{u.worst:.4g} in {u.bound.interval_s:g} s of a bound of eps {u.bound.eps:g}"
+            + (f", delta {u.worst_delta:.4g} of {u.bound.delta:g}" if u.bound.states_delta else "")
         )
     for reason, n in sorted(verdict.not_released.items()):
         lines.append(f"  {what} not released ({reason}): {n}")

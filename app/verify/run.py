@@ -52,6 +52,16 @@ def judge(stream: StreamConfig, snap: Snapshot, others: Sequence[StreamConfig] =
                     (user,),
                 )
             )
+        for user, start, spent in verdict.unit.over_delta:
+            verdict.add(
+                Violation(
+                    "unit_delta_overspend",
+                    (),
+                    f"unit {unit.unit!r}: delta {spent:.6g} spent in {unit.interval_s:g} s from "
+                    f"{start:.0f} across {sorted(rows)}, bound delta {unit.delta:g}",
+                    (user,),
+                )
+            )
     return verdict
 
 

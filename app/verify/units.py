@@ -5,7 +5,9 @@ interval and the audit's spend of the user's group there (:class:`UserSpend`). T
 the rows of every central stream of one unit together and finds, for each user, the interval of
 ``H`` seconds (placed anywhere) whose slots spent the most, and compares it with the bound the
 unit states (:class:`app.dp.units.UnitBound`, recomputed here from the configuration, as the
-worker's audit records carry it).
+worker's audit records carry it). Open-domain streams spend a delta per slot too (their audit's
+``delta_spent_exact_by_group``): each user's delta is summed the same way, on its own worst
+interval, against the unit's delta (a row of a labels stream spends no delta).
 
 The worst placement starts just before one of the user's slots ends: moving an interval later
 until then keeps every slot it touches and can only reach more. With ``t = end_j``, an interval
@@ -34,19 +36,26 @@ count: clock times are compared with this margin (slots are at least 0.1 s long)
 @dataclass(frozen=True)
 class UserSpend:
     """One stream's counted rows: user id, the slot's start and end (Unix seconds), and what
-    the user's group spent in the slot (audit, in the unit's ``replace`` relation)."""
+    the user's group spent in the slot (audit, in the unit's ``replace`` relation): eps, and
+    delta for an open stream (None: the stream spends no delta)."""
 
     users: tuple[str, ...]
     user: IntArray
     start: FloatArray
     end: FloatArray
     spend: FloatArray
+    delta: FloatArray | None = None
+
+    def deltas(self) -> UserSpend:
+        """The same rows priced at their delta (zero without one)."""
+        delta = np.zeros_like(self.spend) if self.delta is None else self.delta
+        return UserSpend(self.users, self.user, self.start, self.end, delta)
 
 
 @dataclass(frozen=True)
 class UnitFinding:
-    """A unit's accounting: its bound, the users seen, the worst user's interval spend, and the
-    users whose worst interval went beyond the bound."""
+    """A unit's accounting: its bound, the users seen, the worst user's interval spend (eps,
+    and delta), and the users whose worst interval went beyond the bound (eps, and delta)."""
 
     bound: UnitBound
     streams: tuple[str, ...]
@@ -54,6 +63,9 @@ class UnitFinding:
     worst: float
     over: tuple[tuple[str, float, float], ...]
     """``(user id, interval start, spent)`` per user beyond the bound."""
+    worst_delta: float = 0.0
+    over_delta: tuple[tuple[str, float, float], ...] = ()
+    """``(user id, interval start, delta spent)`` per user beyond the bound's delta."""
 
 
 def worst_intervals(rows: Sequence[UserSpend], interval_s: float) -> dict[str, tuple[float, float]]:
@@ -91,13 +103,20 @@ def check_unit(bound: UnitBound, rows: dict[str, UserSpend]) -> UnitFinding:
     """Judge one unit on its streams' rows (``rows``: stream id -> rows; streams of the unit
     missing from it were not accounted, e.g. local ones)."""
     worst = worst_intervals(list(rows.values()), bound.interval_s)
-    over = tuple(
-        (u, t, spent) for u, (t, spent) in sorted(worst.items()) if spent > bound.eps + 1e-9
-    )
+    worst_delta = worst_intervals([r.deltas() for r in rows.values()], bound.interval_s)
     return UnitFinding(
         bound,
         tuple(rows),
         len(worst),
         max((spent for _, spent in worst.values()), default=0.0),
-        over,
+        _beyond(worst, bound.eps, 1e-9),
+        max((spent for _, spent in worst_delta.values()), default=0.0),
+        _beyond(worst_delta, bound.delta, 1e-9 * bound.delta),
     )
+
+
+def _beyond(
+    worst: dict[str, tuple[float, float]], bound: float, slack: float
+) -> tuple[tuple[str, float, float], ...]:
+    """The users whose worst interval spent more than ``bound`` (``slack``: float rounding)."""
+    return tuple((u, t, spent) for u, (t, spent) in sorted(worst.items()) if spent > bound + slack)

@@ -22,6 +22,7 @@ KINDS = {
     "level_missing": "a requested level change is not in the user's level history",
     "level_backdated": "a level change takes effect before it was requested",
     "unit_overspend": "user spent beyond its privacy unit's bound in an interval, across streams",
+    "unit_delta_overspend": "user spent beyond its privacy unit's delta in an interval (open)",
 }
 """Every violation kind, with the line the report prints for it."""
 

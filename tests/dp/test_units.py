@@ -120,3 +120,36 @@ def test_one_ledger_for_every_level_makes_levels_irrelevant(case):
     spends = group_spends(w, eps, 400, np.random.default_rng(seed))
     worst = np.convolve(spends, np.ones(k), mode="valid").max()
     assert worst <= stream_loss(k, [(w, eps)] * len(pairs), default, per_group=False) + 1e-9
+
+
+def test_a_unit_with_open_streams_adds_their_delta_and_checks_its_delta_cap():
+    terms = (
+        StreamTerm("clicks", 61, 7.0),  # a labels stream: pure eps, no delta term
+        StreamTerm("urls", 121, 123.0, 0.0123),
+        StreamTerm("terms", 516, 208.0, 0.00208),
+    )
+    bound = UnitBound("people", 3600.0, terms, cap_delta=0.014)
+    assert bound.delta == 0.0123 + 0.00208 and bound.states_delta
+    assert not bound.within_cap_delta and bound.within_cap
+    assert UnitBound("people", 3600.0, terms, cap_delta=0.015).within_cap_delta
+    shown = bound.as_json()
+    assert (shown["bound_delta"], shown["cap_delta"]) == (bound.delta, 0.014)
+    assert shown["streams"] == {
+        "clicks": {"slots": 61, "eps": 7.0},
+        "urls": {"slots": 121, "eps": 123.0, "delta": 0.0123},
+        "terms": {"slots": 516, "eps": 208.0, "delta": 0.00208},
+    }
+
+
+def test_a_unit_without_open_streams_states_no_delta():
+    """Pure eps-DP: delta 0, and its JSON keeps the keys (and their order) it had before."""
+    bound = UnitBound("shoppers", 3600.0, (StreamTerm("clicks", 61, 7.0),), cap_eps=8.0)
+    assert bound.delta == 0.0 and not bound.states_delta and bound.within_cap_delta
+    assert list(bound.as_json()) == [
+        "unit",
+        "interval_s",
+        "bound_eps",
+        "cap_eps",
+        "relation",
+        "streams",
+    ]

@@ -184,9 +184,13 @@ def _unit_line(unit: UnitBound) -> str:
     e = html.escape
     streams = ", ".join(t.stream for t in unit.terms)
     cap = f" (cap eps {unit.cap_eps:g})" if unit.cap_eps is not None else ""
+    delta = ""
+    if unit.states_delta:
+        cap_delta = f" (cap delta {unit.cap_delta:g})" if unit.cap_delta is not None else ""
+        delta = f" and delta <b>{unit.delta:g}</b>{cap_delta}"
     return (
         f"<p>Privacy unit <b>{e(unit.unit)}</b>: one user loses at most eps "
-        f"<b>{unit.eps:g}</b>{cap} in any {unit.interval_s:g} s across {e(streams)}.</p>"
+        f"<b>{unit.eps:g}</b>{cap}{delta} in any {unit.interval_s:g} s across {e(streams)}.</p>"
     )
 
 
