@@ -44,6 +44,9 @@ from app.dp.open import Level, OpenMechanism, OpenPBA, OpenUniform
 LEVEL = Level(1, 1.0, 1e-3)
 """One slot per window, so the slot's delta is the level's, the largest allowed: a frequency of
 order 1e-3 is measurable in one slot of tens of thousands of keys."""
+UNCAPPED = 10**9
+"""``max_released_keys`` of the audited mechanisms: every selected key shows (the cap, a function
+of the release, can only hide keys; the audit measures the selection before it)."""
 KEYS_PER_TRIAL = 250
 """One-user keys per trial of the audit's ``trials``."""
 MIN_TRIALS = 200
@@ -72,13 +75,13 @@ class SelectionCase:
 
 
 CASES: tuple[SelectionCase, ...] = (
-    SelectionCase("open_uniform", lambda: OpenUniform(levels=[LEVEL], population=10**7)),
-    SelectionCase("open_pba", lambda: OpenPBA(levels=[LEVEL], population=10**7)),
+    SelectionCase("open_uniform", lambda: OpenUniform([LEVEL], 10**7, max_released_keys=UNCAPPED)),
+    SelectionCase("open_pba", lambda: OpenPBA([LEVEL], 10**7, max_released_keys=UNCAPPED)),
 )
 CONTROLS: tuple[SelectionCase, ...] = (
     SelectionCase(
         "open-threshold-low",
-        lambda: ThresholdOffByOne(levels=[LEVEL], population=10**7),
+        lambda: ThresholdOffByOne([LEVEL], 10**7, max_released_keys=UNCAPPED),
         control=True,
         bug="selection threshold one too low (the key's own count forgotten)",
     ),

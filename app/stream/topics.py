@@ -31,6 +31,12 @@ from app.stream.errors import TopicSpecError
 log = logging.getLogger(__name__)
 
 TOPICS_DIR = Path(__file__).resolve().parents[2] / "topics"
+MAX_MESSAGE_BYTES = 1_000_000
+"""The largest message the worker produces (its producer's ``max_request_size``, counted as
+aiokafka counts a record: key, value and the record batch's overhead). Faust's own default,
+set explicitly because open streams size their releases and ledger entries by it
+(:func:`app.stream.release.open.check_sizes`); below the 1 MiB a Kafka broker takes by default
+(``message.max.bytes``), so no topic needs a ``max.message.bytes`` of its own."""
 REQUIRED_ROLES = (
     "events",
     "preferences",

@@ -59,6 +59,7 @@ from app.stream.release.local_levels import PreferenceReader
 from app.stream.slots import SlotClock
 from app.stream.tables import BytesTable, ChangelogTable
 from app.stream.topics import (
+    MAX_MESSAGE_BYTES,
     Topics,
     create_topics,
     load_topics,
@@ -102,6 +103,7 @@ def build(
         topic_partitions=partitions,
         topic_replication_factor=topics.spec("partials").replication_factor,
         producer_max_batch_size=1,
+        producer_max_request_size=MAX_MESSAGE_BYTES,
         broker_session_timeout=settings.session_timeout_s,
         broker_rebalance_timeout=settings.session_timeout_s,
         broker_heartbeat_interval=max(0.5, settings.session_timeout_s / 6),

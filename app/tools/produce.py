@@ -1,12 +1,16 @@
 """``dpstream produce``: synthetic central-mode events, with every delivery accounted for.
 
 Each central stream of the configuration gets one producer thread sending ``--rate`` events/s
-from ``--users`` synthetic users whose category popularity drifts (seeded). Every message has a
-delivery callback: :class:`Deliveries` counts what the broker acknowledged and what librdkafka
-gave up on (after ``message.timeout.ms``, 30 s here), and a line goes to stderr whenever new
-failures appear, so a broker that goes away is never a silent loss. At the end (``--duration``,
-SIGTERM or Ctrl-C) each producer flushes for up to :data:`FLUSH_S` seconds; the verb prints
-``delivered N, failed N, undelivered N`` and exits 1 if any message was not delivered.
+from ``--users`` synthetic users (seeded): a labels stream's users pick categories whose
+popularity drifts (:class:`DriftingLabels`); an open stream's users send Zipf-distributed keys
+``item-<rank>`` (:class:`ZipfKeys`), and a quarter of its events come from the user of the
+event before, so users hold several keys in a slot and the ``max_keys`` bound acts. Every
+message has a delivery callback: :class:`Deliveries` counts what the broker acknowledged and
+what librdkafka gave up on (after ``message.timeout.ms``, 30 s here), and a line goes to stderr
+whenever new failures appear, so a broker that goes away is never a silent loss. At the end
+(``--duration``, SIGTERM or Ctrl-C) each producer flushes for up to :data:`FLUSH_S` seconds;
+the verb prints ``delivered N, failed N, undelivered N`` and exits 1 if any message was not
+delivered.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from app.stream.cli import match_config
 from app.stream.collect.partitioning import PRODUCER_CONFIG
@@ -219,17 +224,14 @@ def synthetic_events(
         )
     )
     rng = np.random.default_rng(2024)
-    weights = rng.dirichlet(np.ones(stream.d))
-    keep = 0.95 ** (TICK_S / 0.1)  # popularity drifts 5 % per tenth of a second, whatever the tick
+    values = ZipfKeys(stream, rng) if stream.is_open else DriftingLabels(stream, rng)
     due = time.monotonic()
     while not stop.is_set():
-        weights = keep * weights + (1 - keep) * rng.dirichlet(np.ones(stream.d))
         now = time.time()
-        for u, v in zip(
-            rng.integers(0, users, per_tick), rng.choice(stream.d, per_tick, p=weights), strict=True
-        ):
+        picked, index = values.draw(users, per_tick)
+        for u, v, i in zip(*picked, index, strict=True):
             user = f"user-{u}"
-            event = events.Event(stream.id, user, now, stream.labels[v])
+            event = events.Event(stream.id, user, now, v)
             try:
                 producer.produce(
                     topics.events,
@@ -240,12 +242,59 @@ def synthetic_events(
             except BufferError:  # local queue full: the broker is not taking them
                 deliveries(_QueueFull(), None)
                 continue
-            if truth is not None:
-                truth.add(stream, now, user, int(v))
+            if truth is not None and i >= 0:
+                truth.add(stream, now, user, int(i))
         producer.poll(0)
         due += TICK_S
         stop.wait(max(0.0, due - time.monotonic()))
     deliveries.left(producer.flush(FLUSH_S))
+
+
+Draw = tuple[tuple[npt.NDArray[np.int64], list[str]], npt.NDArray[np.int64]]
+"""One tick's events: (user indices, values), and each value's label index (-1: a key)."""
+
+
+class DriftingLabels:
+    """A labels stream's values: categories whose popularity drifts 5 % per tenth of a second."""
+
+    def __init__(self, stream: StreamConfig, rng: np.random.Generator) -> None:
+        self.labels, self.rng = stream.labels, rng
+        self.weights = rng.dirichlet(np.ones(stream.d))
+        self.keep = 0.95 ** (TICK_S / 0.1)
+
+    def draw(self, users: int, n: int) -> Draw:
+        d = len(self.labels)
+        self.weights = self.keep * self.weights + (1 - self.keep) * self.rng.dirichlet(np.ones(d))
+        who = self.rng.integers(0, users, n)
+        index = self.rng.choice(d, n, p=self.weights)
+        return (who, [self.labels[v] for v in index]), index
+
+
+class ZipfKeys:
+    """An open stream's values: keys ``item-<rank>`` with Zipf(:data:`ZIPF_A`) ranks (a few keys
+    many users send, a long tail one user sends), cut to their last ``max_key_chars``
+    characters; :data:`SAME_USER` of the events come from the user of the event before, so
+    users send several keys in a slot and the ``max_keys`` bound acts."""
+
+    def __init__(self, stream: StreamConfig, rng: np.random.Generator) -> None:
+        self.limit, self.rng = stream.max_key_chars, rng
+
+    def draw(self, users: int, n: int) -> Draw:
+        who = self.rng.integers(0, users, n)
+        same = np.flatnonzero(self.rng.random(n) < SAME_USER)
+        same = same[same > 0]
+        who[same] = who[same - 1]  # in order: a run of several keys from one user
+        ranks = np.minimum(self.rng.zipf(ZIPF_A, n), MAX_RANK)
+        keys = [f"item-{r}"[-self.limit :] for r in ranks.tolist()]
+        return (who, keys), np.full(n, -1, dtype=np.int64)
+
+
+ZIPF_A = 1.3
+"""The Zipf exponent of :class:`ZipfKeys`' ranks."""
+MAX_RANK = 10**6
+"""The largest rank :class:`ZipfKeys` draws (the tail beyond it folds onto it)."""
+SAME_USER = 0.25
+"""The share of an open stream's events sent by the user of the event before."""
 
 
 class _QueueFull:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from app.dp.errors import ParameterError
-from app.dp.open.base import SHARE, OpenMechanism, Outcome, Plan
+from app.dp.open.base import MAX_RELEASED_KEYS, SHARE, OpenMechanism, Outcome, Plan
 from app.dp.open.ledger import Level
 from app.dp.open.threshold import draw, mean_abs, rate
 from app.dp.types import IntArray
@@ -39,7 +39,7 @@ class OpenPBA(OpenMechanism):
 
     Parameters
     ----------
-    levels, population, max_keys, sensitivity, retire_after, max_key_chars
+    levels, population, max_keys, sensitivity, retire_after, max_key_chars, max_released_keys
         As in :class:`~app.dp.open.uniform.OpenUniform`.
     selection_share
         The part of each level's eps spent on selection, ``selection_share * eps_i / w_i`` at
@@ -61,11 +61,12 @@ class OpenPBA(OpenMechanism):
     selection of new keys, ``(s eps_i / w_i, delta_i / w_i)``-DP as in OpenUniform; the
     dissimilarity, an integer sum of ``|c - r|`` over the public keys noised at
     ``(1 - s) eps_i / (2 w_i)``; and, when it publishes, the public keys' counts at the
-    absorbed budget. Sequential composition adds them; the public set, the decision and the
-    repeated counts are post-processing. Per window of ``w_i`` slots: selection ``s eps_i`` and
-    ``delta_i``, dissimilarity ``(1 - s) eps_i / 2``, and publication at most ``w_i`` shares,
-    ``(1 - s) eps_i / 2``, because a publication absorbing ``k`` shares nullifies the ``k - 1``
-    slots after it (PWSM Thm 4.1; Kellaris Thm 6). The ledger checks the sums before any draw.
+    absorbed budget. Sequential composition adds them; the public set, the decision, the
+    repeated counts and the cap of ``max_released_keys`` are post-processing. Per window of
+    ``w_i`` slots: selection ``s eps_i`` and ``delta_i``, dissimilarity ``(1 - s) eps_i / 2``,
+    and publication at most ``w_i`` shares, ``(1 - s) eps_i / 2``, because a publication
+    absorbing ``k`` shares nullifies the ``k - 1`` slots after it (PWSM Thm 4.1; Kellaris
+    Thm 6). The ledger checks the sums before any draw.
     The noise is drawn at the smallest budget offered over the levels, within every level's.
 
     Deviations
@@ -113,6 +114,7 @@ class OpenPBA(OpenMechanism):
         retire_after: int = 16,
         max_key_chars: int = 256,
         selection_share: float = 0.5,
+        max_released_keys: int = MAX_RELEASED_KEYS,
     ) -> None:
         if selection_share == 1.0:
             raise ParameterError(
@@ -120,7 +122,14 @@ class OpenPBA(OpenMechanism):
                 f"got {selection_share!r}"
             )
         super().__init__(
-            levels, population, max_keys, sensitivity, retire_after, max_key_chars, selection_share
+            levels,
+            population,
+            max_keys,
+            sensitivity,
+            retire_after,
+            max_key_chars,
+            selection_share,
+            max_released_keys,
         )
 
     def _reset(self) -> None:

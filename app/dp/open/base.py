@@ -14,8 +14,9 @@ One slot, in order:
    order (:func:`app.dp.open.bounding.distinct_keys`): the noise a key gets never depends on
    how the counts reached the mechanism (one batch, or partitions merged in any order);
 4. the subclass noises the public counts and selects new keys (:meth:`OpenMechanism._slot`);
-5. record what was spent; the public keys' released counts settle their quiet streaks
-   (retiring the quiet ones), and the selected keys become public.
+5. record what was spent; cap the release at ``max_released_keys`` keys (:func:`top_keys`);
+   the public keys' released counts settle their quiet streaks (retiring the quiet ones and
+   those the cap left out), and the selected keys the cap kept become public.
 
 Nothing the release shows depends on the data except through noisy counts: the keys are
 sorted, and a key absent from the public set is shown only when its noisy count passed the
@@ -47,6 +48,10 @@ from app.dp.types import IntArray, Status, WindowSpend
 
 SHARE = 1 << 40
 """One ledger share ``eps_i / (2 w_i)`` (or ``delta_i / (2 w_i)``) in units (app.dp.budget)."""
+MAX_RELEASED_KEYS = 128
+"""The default cap on the keys one release shows (public and new together): the service's
+worst slot at the default ``max_key_chars`` (256, every character 4 UTF-8 bytes) holds about
+180 in one 1,000,000-byte message (``app.stream.release.open``)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ class OpenMechanism(Mechanism):
         retire_after: int = 16,
         max_key_chars: int = 256,
         selection_share: float = 1.0,
+        max_released_keys: int = MAX_RELEASED_KEYS,
     ) -> None:
         self.levels = _levels(levels)
         self.population = validate.integer("population", population)
@@ -94,6 +100,7 @@ class OpenMechanism(Mechanism):
         self.selection_share = validate.number(
             "selection_share", selection_share, 0.0, strict=True, high=1.0
         )
+        self.max_released_keys = validate.integer("max_released_keys", max_released_keys)
         self.units = self.sensitivity * self.max_keys
         """``Delta``: L1 sensitivity of a slot's count vector, and the number of keys only the
         changed user may hold on either side (the singletons the delta covers)."""
@@ -178,19 +185,23 @@ class OpenMechanism(Mechanism):
         public, hit = self.public.match(distinct, totals)  # 3. split
         new_keys: Keys = distinct[~hit]
         out = self._slot(t, public, totals[~hit], rng)  # 4. decide
-        self.ledger.record(out.spent.eps, out.spent.delta)  # 5. record, settle, admit
+        self.ledger.record(out.spent.eps, out.spent.delta)  # 5. record, cap, settle, admit
         self.t = t
         old_keys = self.public.keys
-        retired = self.public.settle(out.public, self.tau, self.retire_after)
         chosen = new_keys[out.selected]
-        self.public.admit(chosen, out.released)
         merged = np.concatenate([old_keys, chosen])
+        shown = np.concatenate([out.public, out.released])
+        kept = top_keys(merged, shown, self.max_released_keys)
+        old_kept, new_kept = kept[: old_keys.size], kept[old_keys.size :]
+        retired = self.public.settle(out.public, self.tau, self.retire_after, old_kept)
+        self.public.admit(chosen[new_kept], out.released[new_kept])
+        new = np.concatenate([np.zeros(old_keys.size, bool), np.ones(chosen.size, bool)])[kept]
+        merged, shown = merged[kept], shown[kept]
         order = np.argsort(merged, kind="stable")
-        new = np.concatenate([np.zeros(old_keys.size, bool), np.ones(chosen.size, bool)])
         return OpenRelease(
             slot=t,
             keys=tuple(str(k) for k in merged[order]),
-            counts=np.concatenate([out.public, out.released])[order],
+            counts=shown[order],
             new=new[order],
             fresh=out.status == "publish",
             status=out.status,
@@ -236,6 +247,20 @@ class OpenMechanism(Mechanism):
         self.t = int(state["t"])
         self.ledger.load_state(state["ledger"])
         self.public.load_state(state["public"])
+
+
+def top_keys(keys: Keys, released: IntArray, cap: int) -> npt.NDArray[np.bool_]:
+    """Which of a slot's released ``keys`` (distinct) the capped release keeps: all if there are
+    at most ``cap``, else the ``cap`` of largest ``released`` count, ties by key (code point
+    order). A function of the released keys and counts alone (post-processing).
+
+    >>> top_keys(np.array(["a", "b", "c", "d"]), np.array([5, 9, 5, 1]), 2).tolist()
+    [True, True, False, False]
+    """
+    kept = np.ones(keys.size, dtype=bool)
+    if keys.size > cap:
+        kept[np.lexsort((keys, -np.asarray(released, dtype=np.int64)))[cap:]] = False
+    return kept
 
 
 def _levels(value: Sequence[Any]) -> tuple[Level, ...]:

@@ -7,8 +7,12 @@ nobody sent it would disclose exactly that). A public key is retired when its re
 stayed below the slot's selection threshold for ``retire_after`` consecutive slots: again a
 function of released values only, so retiring is post-processing too, and it bounds the set.
 
+A release shows at most ``max_released_keys`` keys (:func:`app.dp.open.base.top_keys`); the
+public keys it leaves out retire at once (a function of released counts, post-processing), so
+the set never holds more keys than that cap.
+
 State: the keys (sorted), the last released count of each, and each key's quiet streak. Memory
-is one entry per public key; a slot adds at most the keys it selected.
+is one entry per public key, at most the cap.
 
 >>> import numpy as np
 >>> p = PublicKeys()
@@ -58,12 +62,21 @@ class PublicKeys:
         out[pos[hit]] = counts[hit]
         return out, hit
 
-    def settle(self, released: IntArray, threshold: int, retire_after: int) -> tuple[str, ...]:
+    def settle(
+        self,
+        released: IntArray,
+        threshold: int,
+        retire_after: int,
+        kept: npt.NDArray[np.bool_] | None = None,
+    ) -> tuple[str, ...]:
         """Record the counts released for the public keys at this slot; retire the keys quiet
-        (released below ``threshold``) for ``retire_after`` slots in a row; return them."""
+        (released below ``threshold``) for ``retire_after`` slots in a row, and those not
+        ``kept`` (the release's cap left them out); return them (sorted)."""
         self.last = released.astype(np.int64)
         self.quiet = np.where(released < threshold, self.quiet + 1, 0)
         gone = self.quiet >= retire_after
+        if kept is not None:
+            gone |= ~kept
         retired = tuple(str(k) for k in self.keys[gone])
         keep = ~gone
         self.keys, self.last, self.quiet = self.keys[keep], self.last[keep], self.quiet[keep]

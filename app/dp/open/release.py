@@ -40,7 +40,8 @@ class OpenRelease:
         The selection threshold ``tau`` of the slot (public: it follows from the parameters).
     retired
         Public keys retired after this slot (their released counts stayed below ``tau`` for
-        ``retire_after`` slots); they are not public at the next slot.
+        ``retire_after`` slots, or the cap of ``max_released_keys`` left them out of this
+        release); they are not public at the next slot.
     eps_spent, delta_spent
         Per level, the eps and the delta the slot recorded on the ledger (exact).
     mechanism, version

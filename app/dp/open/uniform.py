@@ -44,6 +44,10 @@ class OpenUniform(OpenMechanism):
         A public key released below ``tau`` this many slots in a row is retired.
     max_key_chars
         Longest key accepted (the service dead-letters longer ones first).
+    max_released_keys
+        The most keys one release shows, public and new together (default 128): beyond it the
+        keys of largest released count are kept (ties by key), the public ones left out retire,
+        the new ones left out are not shown (post-processing: ``app.dp.open.base``).
     selection_share
         1 (default): one noise draw per key serves the selection and the released count (spec
         "One slot"). Below 1: new keys are selected on a draw at ``share * eps_t`` and the
@@ -66,10 +70,11 @@ class OpenUniform(OpenMechanism):
     of them over both sides), each released with probability ``P(Z >= tau - 1)``, so the slot is
     ``(eps_t, delta_t)``-DP with ``delta_t = Delta a**(tau-1) / (1 + a)`` (``docs/open-domain.md``).
     With ``selection_share < 1`` the two draws compose sequentially to ``eps_t``. Public keys are
-    released outputs (post-processing), and so is retirement. Over any ``w_i`` slots the level
-    records ``w_i (eps_i / w_i, delta_i / w_i) = (eps_i, delta_i)``, and by basic composition
-    the window is ``(eps_i, delta_i)``-DP; drawing at the minimum over levels spends no level
-    more than its own share.
+    released outputs (post-processing), and so are retirement and the cap of
+    ``max_released_keys`` (a function of the slot's released keys and counts). Over any
+    ``w_i`` slots the level records ``w_i (eps_i / w_i, delta_i / w_i) = (eps_i, delta_i)``, and
+    by basic composition the window is ``(eps_i, delta_i)``-DP; drawing at the minimum over
+    levels spends no level more than its own share.
 
     Deviations
     ----------

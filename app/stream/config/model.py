@@ -14,6 +14,7 @@ from app.dp.interfaces import RoundDriven, as_round
 from app.dp.mechanism import Mechanism
 from app.dp.open import Level as OpenLevel
 from app.dp.open import OpenMechanism, OpenPBA, OpenUniform
+from app.dp.open.base import MAX_RELEASED_KEYS
 from app.dp.registry import get
 from app.dp.types import Group
 from app.dp.units import UnitBound
@@ -152,6 +153,10 @@ class StreamConfig:
     """Open streams: the longest key; a longer one is dead-lettered ``key_too_long``."""
     retire_after: int = 16
     """Open streams: a public key retires after this many releases below the threshold."""
+    max_released_keys: int = MAX_RELEASED_KEYS
+    """Open streams: the most keys one release shows, public and new together (the largest
+    released counts kept; :func:`app.dp.open.base.top_keys`); the worker refuses a cap whose
+    largest slot does not fit a message (:func:`app.stream.release.open.check_sizes`)."""
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -235,6 +240,7 @@ class StreamConfig:
             sensitivity=2 if self.neighbours == "replace" else 1,
             retire_after=self.retire_after,
             max_key_chars=self.max_key_chars,
+            max_released_keys=self.max_released_keys,
             **self.params,
         )
 

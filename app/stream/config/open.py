@@ -7,6 +7,7 @@ An open stream counts keys nobody listed (URLs, product ids, search terms)::
         max_keys: 1               # distinct keys a user contributes per slot (default 1)
         max_key_chars: 256        # a longer key is dead-lettered, reason key_too_long
         retire_after: 16          # public keys retire after this many quiet releases
+        max_released_keys: 128    # most keys one release shows (default)
         mechanism: open_uniform   # or open_pba
         levels: [{name: std, w: 10, eps: 1.0, delta: 1.0e-6, population: 5000}]
 
@@ -16,6 +17,13 @@ Every level needs a ``delta`` (its window's, besides ``eps``); the mechanism
 populations together). Open streams are central only, count users (no ``sum``), take no
 ``labels``, ``d``, ``graph`` or ``max_values`` (``max_keys`` is their bound), and draw the exact
 discrete noise of :mod:`app.dp.open` (no ``noise: laplace``).
+
+``max_released_keys`` caps the keys one release shows, public and new together (the largest
+released counts are kept: post-processing, :func:`app.dp.open.base.top_keys`). The largest slot
+it allows, its release record and the ledger entry holding it, must fit one message of
+:data:`app.stream.topics.MAX_MESSAGE_BYTES`: the release wing measures it with the service's
+encoders when the worker starts and refuses a cap that does not fit
+(:func:`app.stream.release.open.check_sizes`, one :class:`ConfigError` line).
 """
 
 from __future__ import annotations
@@ -23,13 +31,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.dp.open.base import MAX_RELEASED_KEYS
 from app.stream.errors import ConfigError
 
-OPEN_KEYS = frozenset({"domain", "max_keys", "max_key_chars", "retire_after"})
+OPEN_KEYS = frozenset({"domain", "max_keys", "max_key_chars", "retire_after", "max_released_keys"})
 """The stream keys of the open domain (``domain: labels`` streams may give only ``domain``)."""
 NOT_OPEN = ("labels", "d", "graph", "sum", "max_values")
 """Stream keys an open stream refuses."""
-OPEN_DEFAULTS = {"max_keys": 1, "max_key_chars": 256, "retire_after": 16}
+OPEN_DEFAULTS = {
+    "max_keys": 1,
+    "max_key_chars": 256,
+    "retire_after": 16,
+    "max_released_keys": MAX_RELEASED_KEYS,
+}
 DEFAULT_MECHANISM = "open_uniform"
 
 

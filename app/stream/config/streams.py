@@ -169,6 +169,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "max_keys": (1, 1_000),
     "max_key_chars": (1, 4_096),
     "retire_after": (1, 1_000_000),
+    "max_released_keys": (1, 100_000),
 }
 """Inclusive ``(low, high)`` of every bounded field. ``eps`` is bounded where the samplers stay
 exact (``exp(-eps)`` stays a normal double): beyond a few units it protects nothing, but tests
@@ -407,7 +408,7 @@ def parse_stream(
         base = base_dir or Path()
         graph = parse_graph(f"{where}.graph", raw.get("graph"), mechanism, labels, base)
         alpha = _alpha(where, raw.get("sum"), mode, mechanism, params)
-    max_keys, max_key_chars, retire_after = (
+    max_keys, max_key_chars, retire_after, max_released_keys = (
         int(number(f"{where}.{key}", raw.get(key, value), key, integer=True))
         for key, value in OPEN_DEFAULTS.items()
     )
@@ -441,6 +442,7 @@ def parse_stream(
         max_keys=max_keys,
         max_key_chars=max_key_chars,
         retire_after=retire_after,
+        max_released_keys=max_released_keys,
     )
     if stream.local and stream.max_values != 1:
         raise ConfigError(f"{where}.max_values: local streams take one value per report")

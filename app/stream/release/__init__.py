@@ -36,7 +36,7 @@ from app.stream.release.entry import LedgerEntry
 from app.stream.release.guard import Capacity, EndOffset, Guard
 from app.stream.release.local import LocalDriver
 from app.stream.release.local_levels import ReadPreferences
-from app.stream.release.open import OpenDriver
+from app.stream.release.open import OpenDriver, check_sizes
 from app.stream.release.protocol import (
     Persist,
     Produce,
@@ -79,6 +79,7 @@ class Releaser:
             "local": topics.spec("reports").partitions,
         }
         self.publisher = Publisher(settings, topics, ledger, produce, persist, listeners)
+        check_sizes(settings.streams, self.publisher.deployment)  # ConfigError: not started
         self.guard = Guard(self.publisher.watch)
         self.central = CentralDriver(self.publisher, slots, clock)
         self.open = OpenDriver(self.publisher, slots, clock)

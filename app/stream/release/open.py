@@ -26,6 +26,15 @@ What differs is what a slot holds and how it is stepped:
   mechanism state (the (eps, delta) window ledger per level and the public keys) and the
   records are in the ledger entry, persisted, before anything is produced.
 
+* **Sizing.** A release shows at most the stream's ``max_released_keys`` keys (the mechanism's
+  cap, :func:`app.dp.open.base.top_keys`), so the release record and the ledger entry holding it
+  have a worst case: :func:`worst_sizes` builds that slot (every key ``max_key_chars`` long in
+  4-byte UTF-8 characters, every count and ledger column at its widest, as many retired keys as
+  shown ones) and measures it with the service's own encoders, as the producer counts a message
+  (:data:`app.stream.topics.MAX_MESSAGE_BYTES`). The release agent refuses to start on a stream
+  whose worst slot does not fit (:func:`check_sizes`, one ``ConfigError`` line naming the cap
+  that would), so an entry always persists.
+
 Privacy: the mechanism's argument (:class:`~app.dp.open.uniform.OpenUniform`,
 :class:`~app.dp.open.absorption.OpenPBA`; ``docs/open-domain.md``, "Selection threshold")
 assumes the counts it gets are bounded, which the collect stage guarantees, and that every
@@ -37,17 +46,23 @@ of selected or public keys) leaves the service.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import dataclasses
 import hashlib
+import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from app.dp.open import OpenMechanism
+from app.dp.open import OpenMechanism, OpenRelease
 from app.stream.config import StreamConfig
+from app.stream.errors import ConfigError
 from app.stream.internal import (
     MAX_CELLS,
     MAX_CHUNKS,
@@ -57,10 +72,11 @@ from app.stream.internal import (
     Partial,
     StateError,
 )
-from app.stream.records import pack, unpack
+from app.stream.records import RECENT, encode_open_release, pack, unpack
 from app.stream.release.central import MERGED_SUFFIX, CentralDriver
 from app.stream.release.entry import LedgerEntry
 from app.stream.release.protocol import StateMismatch
+from app.stream.topics import MAX_MESSAGE_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +202,117 @@ def _gather(slots: Any, stored: list[str]) -> tuple[np.ndarray, np.ndarray]:
         keys += k
         counts += c
     return np.array(keys, dtype=np.str_), np.array(counts, dtype=np.int64)
+
+
+# -- sizes ------------------------------------------------------------------------------------
+UTF8_MAX = 4
+"""The most UTF-8 bytes one character takes."""
+WIDEST = 2**63 - 1
+"""An integer msgpack writes at its widest (9 bytes)."""
+
+
+def check_sizes(
+    streams: Sequence[StreamConfig], deployment: str, limit: int = MAX_MESSAGE_BYTES
+) -> None:
+    """Refuse (one :class:`ConfigError` line) an open stream whose largest slot
+    (:func:`worst_sizes`) does not fit a ``limit``-byte message."""
+    for stream in streams:
+        if stream.is_open and not fits(stream, stream.max_released_keys, deployment, limit):
+            most = most_released_keys(stream, stream.max_released_keys, deployment, limit)
+            fit = "not one fits: lower max_key_chars" if most == 0 else f"at most {most} fit"
+            raise ConfigError(
+                f"stream {stream.id}: a release of max_released_keys={stream.max_released_keys} "
+                f"keys of max_key_chars={stream.max_key_chars} may exceed the {limit}-byte "
+                f"message limit ({fit})"
+            )
+
+
+def message_bytes(key: bytes, value: bytes) -> int:
+    """The size of one record as the producer checks it against ``max_request_size``."""
+    return int(DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, []))
+
+
+def table_message_bytes(key: str, value: bytes) -> int:
+    """The size of the changelog record a ``ledger`` table write of ``value`` makes
+    (:class:`app.stream.tables.BytesTable`: base64 text; Faust's JSON key and value codec)."""
+    text = json.dumps(base64.b64encode(value).decode())
+    return message_bytes(json.dumps(key).encode(), text.encode())
+
+
+def worst_sizes(stream: StreamConfig, cap: int, deployment: str = "") -> tuple[int, int]:
+    """The message sizes, in bytes, of the ``releases`` record and of the ``ledger`` changelog
+    record (:func:`table_message_bytes`) of the largest slot ``stream`` can release showing at
+    most ``cap`` keys: ``cap`` keys shown, all of them new, ``cap`` public keys retired (the
+    public set never holds more), every key ``max_key_chars`` characters of 4 UTF-8 bytes, every
+    count, slot and ledger column at its widest, the recent list full."""
+    mech = dataclasses.replace(stream, max_released_keys=cap).build_open()
+    tail = chr(0x10FFFF) * (stream.max_key_chars - 1)
+    keys = [chr(0x10000 + i) + tail for i in range(2 * cap)]  # distinct, sorted
+    shown, retired = keys[:cap], tuple(keys[cap:])
+    mech.t = MAX_SLOT
+    mech.public.load_state(
+        {"keys": shown, "last": [WIDEST] * cap, "quiet": [stream.retire_after] * cap}
+    )
+    columns = [[WIDEST] * lv.w for lv in stream.levels]
+    mech.ledger.load_state({"eps": columns, "delta": columns})
+    n = len(stream.levels)
+    rel = OpenRelease(
+        slot=MAX_SLOT,
+        keys=tuple(shown),
+        counts=np.full(cap, -WIDEST, dtype=np.int64),
+        new=np.ones(cap, dtype=bool),
+        fresh=False,
+        status="nullified",
+        threshold=mech.tau,
+        retired=retired,
+        eps_spent=tuple(mech.ledger.eps_of(i, WIDEST) for i in range(n)),
+        delta_spent=tuple(mech.ledger.delta_of(i, WIDEST) for i in range(n)),
+        mechanism=mech.name,
+        version=mech.version,
+    )
+    record, audit, recent = encode_open_release(
+        stream, MAX_SLOT, rel, mech.describe(), mech.window_report(), [], 1e11, deployment
+    )
+    entry = LedgerEntry(
+        state=mech.state_dict(),
+        next_slot=MAX_SLOT,
+        outbox=[("releases", record), ("audit", audit)],
+        published=False,
+        recent=recent * RECENT,
+        seq=WIDEST,
+    )
+    return (
+        message_bytes(stream.id.encode(), record),
+        table_message_bytes(stream.id, entry.encode()),
+    )
+
+
+def fits(
+    stream: StreamConfig, cap: int, deployment: str = "", limit: int = MAX_MESSAGE_BYTES
+) -> bool:
+    """Whether the largest slot showing ``cap`` keys (:func:`worst_sizes`) fits ``limit`` bytes
+    (the shown keys' bytes alone exceeding it refuse at once)."""
+    if cap * UTF8_MAX * stream.max_key_chars > limit:
+        return False
+    return max(worst_sizes(stream, cap, deployment)) <= limit
+
+
+def most_released_keys(
+    stream: StreamConfig, at_most: int, deployment: str = "", limit: int = MAX_MESSAGE_BYTES
+) -> int:
+    """The largest cap up to ``at_most`` that :func:`fits` (0: not even one key). The sizes grow
+    by the same bytes per key from 16 keys on (msgpack's array headers are 3 bytes from 16 to
+    65,535 items), so two small measures predict it and the last ones confirm it."""
+    if fits(stream, at_most, deployment, limit):
+        return at_most
+    low, high = 16, 32
+    if not fits(stream, low, deployment, limit):
+        return next((c for c in range(low - 1, 0, -1) if fits(stream, c, deployment, limit)), 0)
+    small, large = (max(worst_sizes(stream, c, deployment)) for c in (low, high))
+    cap = min(at_most, low + int((limit - small) * (high - low) // (large - small)))
+    while cap > low and not fits(stream, cap, deployment, limit):
+        cap -= 1
+    return cap
 
 
 # -- the slots table records --------------------------------------------------------------------

@@ -36,6 +36,7 @@ def test_public_counts_are_noised_at_the_claimed_scale(sensitivity, max_keys, sh
         sensitivity=sensitivity,
         max_keys=max_keys,
         selection_share=share,
+        max_released_keys=KEYS,  # the cap would keep the largest counts: not pure noise
     )
     keys = np.char.add("p", np.arange(KEYS).astype(str))
     m.public.admit(keys, np.zeros(KEYS, dtype=np.int64))

@@ -85,6 +85,7 @@ def test_one_user_keys_are_released_within_the_delta_share(cls, sensitivity, max
         population=10**6,
         sensitivity=sensitivity,
         max_keys=max_keys,
+        max_released_keys=400_000,  # every selected key shows: the cap would cut the count
     )
     n = 400_000
     users = np.arange(n)
