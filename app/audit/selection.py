@@ -40,13 +40,11 @@ import numpy as np
 from app.audit.bounds import clopper_pearson_lower, clopper_pearson_upper
 from app.audit.verdict import Verdict
 from app.dp.open import Level, OpenMechanism, OpenPBA, OpenUniform
+from app.dp.open.base import UNCAPPED
 
 LEVEL = Level(1, 1.0, 1e-3)
 """One slot per window, so the slot's delta is the level's, the largest allowed: a frequency of
 order 1e-3 is measurable in one slot of tens of thousands of keys."""
-UNCAPPED = 10**9
-"""``max_released_keys`` of the audited mechanisms: every selected key shows (the cap, a function
-of the release, can only hide keys; the audit measures the selection before it)."""
 KEYS_PER_TRIAL = 250
 """One-user keys per trial of the audit's ``trials``."""
 MIN_TRIALS = 200

@@ -31,6 +31,7 @@ from app.bench.open_domain.data import Events, Slot, bounded, domain, truth
 from app.bench.open_domain.measures import mae, precision, recall
 from app.dp.errors import ParameterError
 from app.dp.open import Level, OpenMechanism, OpenPBA, OpenUniform
+from app.dp.open.base import UNCAPPED
 from app.dp.registry import create
 from app.dp.types import Group
 
@@ -66,7 +67,9 @@ Released = dict[str, float]
 
 
 def _open(cls: type[OpenMechanism], level: Level, population: int, max_keys: int) -> Any:
-    return cls(levels=[level], population=population, max_keys=max_keys)
+    """The mechanism without the service's release cap: the bench compares selection and
+    counts (its stored runs predate the cap; ``dpstream replay`` shows a deployment's cap)."""
+    return cls(levels=[level], population=population, max_keys=max_keys, max_released_keys=UNCAPPED)
 
 
 def _open_run(

@@ -52,6 +52,10 @@ MAX_RELEASED_KEYS = 128
 """The default cap on the keys one release shows (public and new together): the service's
 worst slot at the default ``max_key_chars`` (256, every character 4 UTF-8 bytes) holds about
 180 in one 1,000,000-byte message (``app.stream.release.open``)."""
+UNCAPPED = 10**9
+"""``max_released_keys`` that shows every selected key: for the audit and the bench, which
+measure the selection and the counts before the cap (the cap, a function of the release, only
+hides keys; the service always runs a cap that fits one message)."""
 
 
 @dataclass(frozen=True)
