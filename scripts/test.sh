@@ -3,7 +3,7 @@
 # Kafka-protocol broker started by the suite), deployment validation. Safe to re-run.
 #
 #   bash scripts/test.sh            everything (README, "Tests": apt + passwordless sudo for
-#                                   promtool and chromium, npm for helm; ~15 min on 2 cores)
+#                                   promtool and chromium, npm for helm; ~11 min on 2 cores)
 #   bash scripts/test.sh --quick    lint, types, unit, conformance and doctests: no broker, no
 #                                   tools, no sudo (~8 min on 2 busy cores)
 #
