@@ -3,7 +3,7 @@
 # Kafka-protocol broker started by the suite), deployment validation. Safe to re-run.
 #
 #   bash scripts/test.sh            everything (README, "Tests": apt + passwordless sudo for
-#                                   promtool and chromium, npm for helm; ~30 min on 2 cores)
+#                                   promtool and chromium, npm for helm; ~11 min on 2 cores)
 #   bash scripts/test.sh --quick    lint, types, unit, conformance and doctests: no broker, no
 #                                   tools, no sudo (~8 min on 2 busy cores)
 #
@@ -33,6 +33,7 @@ if [ "$quick" = 1 ]; then
         --ignore=tests/integration --ignore=tests/deploy --durations=10 "$@"
     exit
 fi
-# Two processes: the integration tests mostly wait on wall-clock slots (each file stays in one
-# process, with its own embedded broker).
-"$venv/bin/python" -m pytest -q -n 2 --dist loadfile --durations=15 "$@"
+# Four processes on two cores: the integration tests mostly wait on wall-clock slots, so about
+# half the processes wait while the others compute, in the order tests/conftest.py gives the
+# files (each file stays in one process, with its own embedded broker).
+"$venv/bin/python" -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=15 "$@"

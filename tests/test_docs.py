@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -291,25 +292,37 @@ def demo_env() -> Iterator[dict[str, str]]:
         yield {**env, "PATH": f"{bin_dir}:{env.get('PATH', '')}"}
 
 
-def _failures(commands: list[str], env: dict[str, str], bound_s: float) -> list[str]:
-    failures = []
-    for command in commands:
-        if "| jq" in command and shutil.which("jq") is None:
-            command = command.split(" | ")[0]  # jq is not ours: the dpstream part
-        forever = re.match(UNTIL_CTRL_C, command) is not None and not (
-            re.search(r"--(count|idle-exit|duration)\b", command)
-        )
-        started = time.monotonic()
-        code, out, err = _run_bounded(command, env, FOREVER_S if forever else bound_s)
-        took = time.monotonic() - started
-        ok = (code == 0 or (code is None and forever)) and "Traceback" not in err
-        if not ok or not (out.strip() or command.startswith("dpstream produce")):
-            failures.append(f"{command!r}: exit {code} after {took:.0f} s: {err[-400:]}")
-    return failures
+def _failure(command: str, env: dict[str, str], bound_s: float) -> str | None:
+    """Why ``command`` failed against the demo, or None."""
+    if "| jq" in command and shutil.which("jq") is None:
+        command = command.split(" | ")[0]  # jq is not ours: the dpstream part
+    forever = re.match(UNTIL_CTRL_C, command) is not None and not (
+        re.search(r"--(count|idle-exit|duration)\b", command)
+    )
+    started = time.monotonic()
+    code, out, err = _run_bounded(command, env, FOREVER_S if forever else bound_s)
+    took = time.monotonic() - started
+    ok = (code == 0 or (code is None and forever)) and "Traceback" not in err
+    if not ok or not (out.strip() or command.startswith("dpstream produce")):
+        return f"{command!r}: exit {code} after {took:.0f} s: {err[-400:]}"
+    return None
+
+
+def _failures(
+    commands: list[str], env: dict[str, str], bound_s: float, at_once: int = 1
+) -> list[str]:
+    """Each command's :func:`_failure`, ``at_once`` commands at a time (each in its own process
+    with its own bound: the commands read the demo, or feed it, and none waits on another)."""
+    with ThreadPoolExecutor(max_workers=at_once) as pool:
+        found = pool.map(lambda c: _failure(c, env, bound_s), commands)
+        return [f for f in found if f is not None]
 
 
 FOREVER_S = 12.0
 """How long a command that runs until Ctrl-C runs before the test stops it (Ctrl-C)."""
+AT_ONCE = 4
+"""How many of the docs' commands run against the demo at a time: the ones that run until
+Ctrl-C each hold the demo for :data:`FOREVER_S`, mostly waiting on its slots."""
 
 
 @pytest.mark.integration
@@ -317,7 +330,7 @@ def test_every_doc_command_runs_as_written_against_the_demo(demo_env: dict[str, 
     """Issue 32: the README's next steps after the demo ended in a traceback. Each command
     that reads a deployment runs against a live demo, in the environment its export line
     gives; then the same verbs with the default streams file refuse it in one line."""
-    failures = _failures(_demo_commands(verify=False), demo_env, 60)
+    failures = _failures(_demo_commands(verify=False), demo_env, 60, at_once=AT_ONCE)
     mismatched = {**demo_env, "DPSTREAM_CONFIG": str(ROOT / "app/stream/default_streams.yaml")}
     for verb in ("ledger show -s clicks", "releases tail -s clicks", "produce"):
         code, _, err = _run_bounded(f"dpstream {verb}", mismatched, 60)

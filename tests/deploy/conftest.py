@@ -1,6 +1,11 @@
 """Fixtures of the deployment tests: the tools scripts/install-tools.sh installs, and helpers.
 
 A missing tool fails the test (scripts/test.sh installs them first); it never skips.
+
+The live worker (its broker) and the Prometheus that scrapes it are per test file: four files
+read them, and a session-wide one, made by each process that runs one of those files, went on
+taking a tenth of a core per process (1 s slots, a scrape and a rule evaluation a second)
+until the whole suite had ended.
 """
 
 from __future__ import annotations
@@ -134,7 +139,7 @@ class LiveWorker:
         assert producer.flush(30) == 0
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def live_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveWorker]:
     """A real worker, configured like the compose stack (its streams file, a noise key made by
     its init script) with 1 s slots, consuming from a Tansu broker on 127.0.0.1; some events
@@ -219,20 +224,20 @@ def live_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveWorker
         broker.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def metrics_target(live_worker: LiveWorker) -> str:
     """host:port of the live worker's /metrics."""
     return live_worker.target
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def live_families(metrics_target: str) -> dict[str, object]:
     """Metric families on the live /metrics, by family name."""
     text = http_get(f"http://{metrics_target}/metrics")
     return {f.name: f for f in text_string_to_metric_families(text)}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def prometheus(metrics_target: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of a real Prometheus on 127.0.0.1 that scrapes ``metrics_target`` every second.
 
