@@ -9,8 +9,9 @@
   (:mod:`app.tools.capacity.overload`);
 * ``capacity churn``: K workers with members joining, leaving and timing out during ingest;
   counted == sent and ``verify`` clean (:mod:`app.tools.capacity.churn`);
-* ``capacity open-keys``: peak RSS of the collect stage with 1,000,000 distinct keys of an
-  open-domain stream in one slot, no broker (:mod:`app.tools.capacity.open_keys`).
+* ``capacity open-keys``: peak RSS and times of the collect stage and of the release agent
+  with 1,000,000 distinct keys of an open-domain stream in one slot, no broker
+  (:mod:`app.tools.capacity.open_keys`).
 
 They were ``dpstream bench throughput|recovery`` and ``scripts/readyz_overload.py``; they drive
 the service, so they live beside it, not in the offline bench (which imports no ``app.stream``).
@@ -43,7 +44,7 @@ def register(sub: Any) -> None:
     capacity = sub.add_parser(
         "capacity",
         help="capacity benchmarks of the service on a real broker (throughput, recovery, "
-        "overload, churn) and of its collect stage (open-keys)",
+        "overload, churn) and of one open-domain slot's worker path (open-keys)",
     )
     kinds = capacity.add_subparsers(dest="capacity_kind", metavar="KIND", required=True)
 
@@ -114,14 +115,21 @@ def register(sub: Any) -> None:
 
     open_keys = kinds.add_parser(
         "open-keys",
-        help="peak RSS of the collect stage with many distinct keys of an open-domain stream "
-        "in one slot (no broker)",
+        help="peak RSS and times of the collect stage and of the release agent with many "
+        "distinct keys of an open-domain stream in one slot (no broker)",
     )
     k = open_keys.add_argument
     k("--keys", type=int, default=1_000_000, help="distinct keys, one user each")
     k("--key-chars", type=int, default=24, help="characters per key")
     k("--max-keys", type=int, default=1, help="the stream's max_keys")
     k("--batch", type=int, default=20_000, help="records per batch (a fetch)")
+    k("--max-released-keys", type=int, default=128, help="the stream's release cap")
+    k(
+        "--hot-keys",
+        type=int,
+        default=None,
+        help="keys sent by enough users to be selected (default: twice the release cap)",
+    )
     open_keys.set_defaults(func=_open_keys)
 
 
