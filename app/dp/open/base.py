@@ -187,12 +187,12 @@ class OpenMechanism(Mechanism):
         self.ledger.ensure(plan.eps, plan.delta)  # 1. check before any draw
         distinct, totals = merge_counts(keys, counts, self.max_key_chars)
         public, hit = self.public.match(distinct, totals)  # 3. split
-        new_keys: Keys = distinct[~hit]
-        out = self._slot(t, public, totals[~hit], rng)  # 4. decide
+        new_at = np.flatnonzero(~hit)  # the candidates' places: no copy of their keys
+        out = self._slot(t, public, totals[new_at], rng)  # 4. decide
         self.ledger.record(out.spent.eps, out.spent.delta)  # 5. record, cap, settle, admit
         self.t = t
         old_keys = self.public.keys
-        chosen = new_keys[out.selected]
+        chosen: Keys = distinct[new_at[out.selected]]
         merged = np.concatenate([old_keys, chosen])
         shown = np.concatenate([out.public, out.released])
         kept = top_keys(merged, shown, self.max_released_keys)

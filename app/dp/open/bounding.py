@@ -90,7 +90,7 @@ def distinct_keys(
     hashes, first, index = np.unique(key_hash(fixed), return_index=True, return_inverse=True)
     index = index.ravel().astype(np.int64)
     distinct_rows = rows[first]
-    if np.array_equal(distinct_rows[index], rows):
+    if _grouped_alike(distinct_rows, index, rows):
         return distinct_rows.view(fixed.dtype).ravel(), index, hashes
     distinct, index = np.unique(fixed, return_inverse=True)  # two keys share a hash
     hashes = key_hash(distinct)
@@ -98,6 +98,22 @@ def distinct_keys(
     place = np.empty(by_hash.size, dtype=np.int64)
     place[by_hash] = np.arange(by_hash.size)
     return distinct[by_hash], place[index.ravel()], hashes[by_hash]
+
+
+_CHECK_ROWS = 1 << 14
+"""Rows compared at once by :func:`_grouped_alike` (a block, never a copy of every key)."""
+
+
+def _grouped_alike(
+    distinct: npt.NDArray[np.uint32], index: IntArray, rows: npt.NDArray[np.uint32]
+) -> bool:
+    """Whether every row equals its group's first (``distinct[index] == rows``), block by
+    block: a slot's keys are not copied again (4 bytes per character of the longest key)."""
+    for lo in range(0, rows.shape[0], _CHECK_ROWS):
+        hi = lo + _CHECK_ROWS
+        if not np.array_equal(distinct[index[lo:hi]], rows[lo:hi]):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -189,4 +205,6 @@ def merge_counts(
     totals = np.zeros(distinct.size, dtype=np.int64)
     np.add.at(totals, index, c.astype(np.int64))
     present = totals > 0
+    if present.all():  # the service's partials hold no zero: no copy of the keys
+        return distinct, totals
     return distinct[present], totals[present]

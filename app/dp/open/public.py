@@ -54,10 +54,8 @@ class PublicKeys:
         """The true count of every public key in a slot whose distinct keys are ``keys``
         (sorted) with ``counts`` (0 for a public key nobody sent), and which of ``keys`` are
         public."""
-        pos = np.searchsorted(self.keys, keys)
-        inside = pos < self.keys.size
-        hit = np.zeros(keys.size, dtype=bool)
-        hit[inside] = self.keys[pos[inside]] == keys[inside]
+        pos = np.searchsorted(self.keys, keys)  # the public keys are distinct: a key is one
+        hit = np.searchsorted(self.keys, keys, side="right") > pos  # of them iff it spans one
         out = np.zeros(self.keys.size, dtype=np.int64)
         out[pos[hit]] = counts[hit]
         return out, hit
