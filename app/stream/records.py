@@ -136,6 +136,22 @@ def _level_guarantee(stream: StreamConfig, level: Level) -> dict[str, Any]:
     return out
 
 
+def _slot_fields(
+    stream: StreamConfig, slot: int, mechanism: str, version: int, released_at: float
+) -> dict[str, Any]:
+    """The fields every ``releases`` record of a slot carries whatever the stream's layout."""
+    return {
+        "stream": stream.id,
+        "slot": slot,
+        "start": stream.slots.start(slot),
+        "end": stream.slots.end(slot),
+        "mechanism": mechanism,
+        "version": version,
+        "released_at": released_at,
+        "guarantee": guarantee(stream),
+    }
+
+
 def encode_release(
     stream: StreamConfig,
     slot: int,
@@ -162,19 +178,12 @@ def encode_release(
     spent = {n: float(x) for n, x in zip(names, rel.spent, strict=True)}
     released_at = float(time.time() if released_at is None else released_at)
     record = releases.SlotRelease(
-        stream=stream.id,
-        slot=slot,
-        start=stream.slots.start(slot),
-        end=stream.slots.end(slot),
+        **_slot_fields(stream, slot, rel.mechanism, rel.version, released_at),
         histogram=tuple(float(x) for x in rel.histogram),
         fresh=bool(rel.fresh),
-        mechanism=rel.mechanism,
         spent_by_group=spent,
-        version=rel.version,
         schema=releases.LABELS_SCHEMA,
-        released_at=released_at,
         delayed=bool(delayed),
-        guarantee=guarantee(stream),
     )
     graph = _graph_relation(stream)
     entry = audit.AuditRecord(
@@ -236,19 +245,12 @@ def encode_open_release(
     exact_delta = {n: _exact(x) for n, x in zip(names, rel.delta_spent, strict=True)}
     released_at = float(time.time() if released_at is None else released_at)
     record = releases.SlotRelease(
-        stream=stream.id,
-        slot=slot,
-        start=stream.slots.start(slot),
-        end=stream.slots.end(slot),
+        **_slot_fields(stream, slot, rel.mechanism, rel.version, released_at),
         histogram=tuple(float(x) for x in rel.counts),
         fresh=bool(rel.fresh),
-        mechanism=rel.mechanism,
         spent_by_group=spent,
-        version=rel.version,
         schema=releases.OPEN_SCHEMA,
-        released_at=released_at,
         delayed=False,
-        guarantee=guarantee(stream),
         keys=rel.keys,
         new_keys=tuple(k for k, new in zip(rel.keys, rel.new, strict=True) if new),
         status=rel.status,

@@ -42,9 +42,9 @@ Steps (:func:`account_central`):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -52,7 +52,7 @@ import numpy.typing as npt
 from app.dp.units import relation_factor
 from app.stream.collect.partitioning import partition_for
 from app.stream.config import StreamConfig
-from app.stream.internal import InternalError, Partial, decode
+from app.stream.internal import Internal, InternalError, Partial, decode
 from app.verify.early import check_early
 from app.verify.levels import (
     Records,
@@ -294,6 +294,27 @@ def distinct(*cols: IntArray) -> tuple[IntArray, IntArray]:
 
 
 # -- partials -----------------------------------------------------------------------------------
+Record = TypeVar("Record", bound=Internal)
+
+
+def internal_records(
+    stream_id: str, msgs: Iterable[Msg], kind: type[Record], refused: Counter[str]
+) -> Iterator[tuple[Record, Msg]]:
+    """The stream's records of ``kind`` on the internal topic, each with its message; a value
+    that is no internal message is counted ``refused_malformed`` (as the release agent refuses
+    it), another kind or another stream's is passed over."""
+    for msg in msgs:
+        if msg.value is None:
+            continue
+        try:
+            rec = decode(msg.value)
+        except InternalError:
+            refused["refused_malformed"] += 1
+            continue
+        if isinstance(rec, kind) and rec.stream == stream_id:
+            yield rec, msg
+
+
 def first_partials(
     stream: StreamConfig, msgs: list[Msg], partitions: int, refused: Counter[str] | None = None
 ) -> tuple[dict[tuple[int, int], tuple[FloatArray, float]], dict[int, float]]:
@@ -309,16 +330,7 @@ def first_partials(
     refused = Counter() if refused is None else refused
     first: dict[tuple[int, int], tuple[FloatArray, float]] = {}
     last: dict[int, float] = {}
-    for msg in msgs:
-        if msg.value is None:
-            continue
-        try:
-            rec = decode(msg.value)
-        except InternalError:
-            refused["refused_malformed"] += 1
-            continue
-        if not isinstance(rec, Partial) or rec.stream != stream.id:
-            continue
+    for rec, msg in internal_records(stream.id, msgs, Partial, refused):
         counts = np.asarray(rec.counts, dtype=np.float64)
         if counts.shape[0] != m * d:
             refused["refused_shape"] += 1

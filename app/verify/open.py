@@ -41,12 +41,13 @@ import numpy.typing as npt
 from app.dp.units import relation_factor
 from app.stream.collect.partitioning import partition_for
 from app.stream.config import StreamConfig
-from app.stream.internal import InternalError, OpenPartial, decode
+from app.stream.internal import OpenPartial
 from app.verify.account import (
     Released,
     _first_judged,
     check_releases,
     distinct,
+    internal_records,
     malformed,
     records_of,
 )
@@ -293,16 +294,7 @@ def open_partials(
     one refused for its partitions is skipped and counted in ``refused``."""
     chunks: dict[tuple[int, int], dict[int, OpenPartial]] = {}
     sent: dict[tuple[int, int], float] = {}
-    for msg in msgs:
-        if msg.value is None:
-            continue
-        try:
-            rec = decode(msg.value)
-        except InternalError:
-            refused["refused_malformed"] += 1
-            continue
-        if not isinstance(rec, OpenPartial) or rec.stream != stream.id:
-            continue
+    for rec, msg in internal_records(stream.id, msgs, OpenPartial, refused):
         key = (rec.slot, rec.partition)
         if rec.partitions != partitions or not 0 <= key[1] < partitions:
             refused["refused_partition"] += 1

@@ -70,10 +70,7 @@ class Utility:
             f"replay stream={s.id} mechanism={s.mechanism} slots={self.slots} "
             f"rows={tally.rows} fresh={self.fresh}/{self.slots}"
         ]
-        counted = ", ".join(f"{k}={v}" for k, v in sorted(tally.outcomes.items())) or "none"
-        out.append(f"  events: {counted}; before the first slot: {tally.before_first}")
-        bad = ", ".join(f"{k}={v}" for k, v in sorted(tally.bad.items())) or "none"
-        out.append(f"  malformed rows (skipped): {sum(tally.bad.values())} ({bad})")
+        out += _rows_lines(tally)
         if self.slots:
             mae = self.abs_sum / self.cells if self.cells else 0.0
             out.append(f"  MAE per cell: {mae:.4g}   largest error: {self.max_abs:.4g}")
@@ -167,10 +164,7 @@ class OpenUtility:
             f"replay stream={s.id} mechanism={s.mechanism} (domain: open, max_keys={s.max_keys})"
             f" slots={self.slots} rows={tally.rows} fresh={self.fresh}/{self.slots}"
         ]
-        counted = ", ".join(f"{k}={v}" for k, v in sorted(tally.outcomes.items())) or "none"
-        out.append(f"  events: {counted}; before the first slot: {tally.before_first}")
-        bad = ", ".join(f"{k}={v}" for k, v in sorted(tally.bad.items())) or "none"
-        out.append(f"  malformed rows (skipped): {sum(tally.bad.values())} ({bad})")
+        out += _rows_lines(tally)
         if self.slots:
             out.append(
                 f"  keys per slot: {self.true_keys / self.slots:.1f} true (after max_keys), "
@@ -196,3 +190,13 @@ class OpenUtility:
                 f"spend eps {eps:.4g} delta {delta:.3g}"
             )
         return out
+
+
+def _rows_lines(tally: Tally) -> list[str]:
+    """What became of the file's rows: the events' outcomes and the malformed rows."""
+    counted = ", ".join(f"{k}={v}" for k, v in sorted(tally.outcomes.items())) or "none"
+    bad = ", ".join(f"{k}={v}" for k, v in sorted(tally.bad.items())) or "none"
+    return [
+        f"  events: {counted}; before the first slot: {tally.before_first}",
+        f"  malformed rows (skipped): {sum(tally.bad.values())} ({bad})",
+    ]
